@@ -1,0 +1,112 @@
+/**
+ * Builds the Fastify application from an already-started context (config, database, services).
+ * Routes under the API prefix sit in one scope whose guard enforces auth, levels and read-only mode.
+ */
+import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
+import rateLimit from '@fastify/rate-limit';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { DestinationStream } from 'pino';
+import { authRoutes } from './auth/auth.routes.js';
+import type { AppContext } from './context.js';
+import { AppError } from './errors.js';
+import { healthRoutes } from './health/health.routes.js';
+import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
+import { registerGuard } from './http/guard.js';
+import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
+import './http/route-config.js';
+
+export interface BuildAppOptions {
+  /** Where logs go (tests capture them); default stdout. */
+  logStream?: DestinationStream;
+}
+
+/** Log paths that may carry secrets. */
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers.cookie',
+  'apiKey',
+  '*.apiKey',
+  '*.*.apiKey',
+  'token',
+  '*.token',
+];
+
+export async function buildApp(
+  ctx: AppContext,
+  options: BuildAppOptions = {},
+): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: ctx.config.logLevel,
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      ...(options.logStream === undefined ? {} : { stream: options.logStream }),
+    },
+    bodyLimit: ctx.config.bodyLimitBytes,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(incoming)
+        ? incoming
+        : randomUUID();
+    },
+    // Our own hook answers 503 with the error body while closing (Fastify's lacks `code`).
+    return503OnClosing: false,
+    schemaErrorFormatter: formatValidationErrors,
+    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  let closing = false;
+  app.addHook('preClose', () => {
+    closing = true;
+  });
+  // Responses finished while closing end their keep-alive connection, so close() can complete.
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) void reply.header('connection', 'close');
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+    if (closing) throw new AppError('SERVICE_UNAVAILABLE');
+  });
+
+  registerErrorHandling(app);
+  // JSON only (multipart is added where uploads live): other bodies get 415, not a confusing 400.
+  app.removeContentTypeParser('text/plain');
+  if (ctx.config.corsOrigins.length > 0) {
+    const any = ctx.config.corsOrigins.includes('*');
+    await app.register(cors, {
+      origin: any ? true : ctx.config.corsOrigins,
+      exposedHeaders: ['x-request-id'],
+    });
+  }
+  await app.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_request, context) =>
+      new AppError(
+        'RATE_LIMITED',
+        `Too many requests; retry in ${Math.ceil(context.ttl / 1000)} s.`,
+      ),
+  });
+  await registerOpenApi(app);
+
+  await app.register(healthRoutes, { queue: ctx.queue, migration: ctx.migration });
+  await app.register(
+    async (api) => {
+      registerGuard(api, {
+        apiKeys: ctx.apiKeys,
+        tokens: ctx.tokens,
+        isReadOnly: () => ctx.readOnly,
+      });
+      registerOpenApiRoute(api);
+      await api.register(authRoutes, {
+        apiKeys: ctx.apiKeys,
+        tokens: ctx.tokens,
+        tokenRateLimitPerMinute: ctx.config.authTokenRateLimitPerMinute,
+      });
+    },
+    { prefix: ctx.config.apiPrefix },
+  );
+  return app;
+}

@@ -1,0 +1,93 @@
+/** SQL for API keys and the audit log; no rules here (those live in the service). */
+import { randomUUID } from 'node:crypto';
+import type { ApiKeyRow, AuditRow, Db } from '../db/schema.js';
+
+export type NewApiKey = Omit<ApiKeyRow, 'last_used_at' | 'revoked_at' | 'replaced_by'>;
+
+export interface AuditEntry {
+  actor: string;
+  action: string;
+  target: string;
+  details?: Record<string, unknown>;
+}
+
+export class ApiKeyRepository {
+  constructor(private readonly db: Db) {}
+
+  findByHash(keyHash: string, db: Db = this.db): Promise<ApiKeyRow | undefined> {
+    return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+  }
+
+  findById(id: string, db: Db = this.db): Promise<ApiKeyRow | undefined> {
+    return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  list(): Promise<ApiKeyRow[]> {
+    return this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .execute();
+  }
+
+  async count(): Promise<number> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<string | number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async countActiveLevel(level: ApiKeyRow['level'], db: Db = this.db): Promise<number> {
+    const row = await db
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<string | number>().as('n'))
+      .where('level', '=', level)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async insert(key: NewApiKey, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('api_keys')
+      .values({ ...key, last_used_at: null, revoked_at: null, replaced_by: null })
+      .execute();
+  }
+
+  async revoke(id: string, at: string, replacedBy: string | null, db: Db = this.db): Promise<void> {
+    await db
+      .updateTable('api_keys')
+      .set({ revoked_at: at, replaced_by: replacedBy })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .execute();
+  }
+
+  async touch(id: string, at: string): Promise<void> {
+    await this.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+  }
+
+  async audit(entry: AuditEntry, db: Db = this.db): Promise<void> {
+    await db
+      .insertInto('audit_log')
+      .values({
+        id: randomUUID(),
+        at: new Date().toISOString(),
+        actor: entry.actor,
+        action: entry.action,
+        target: entry.target,
+        details: entry.details === undefined ? null : JSON.stringify(entry.details),
+      })
+      .execute();
+  }
+
+  listAudit(limit = 100): Promise<AuditRow[]> {
+    return this.db.selectFrom('audit_log').selectAll().orderBy('at', 'desc').limit(limit).execute();
+  }
+
+  transaction<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(fn);
+  }
+}

@@ -1,0 +1,212 @@
+/** Rules of API keys: creation, verification, revocation, rotation, bootstrap — all audited. */
+import { randomUUID } from 'node:crypto';
+import type { AgentLevel, ApiKeyRow } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { displayHints, generateApiKey, hashApiKey, hashesEqual } from './api-key.js';
+import type { ApiKeyRepository } from './api-key.repository.js';
+
+/** An API key as clients may see it: never the raw key nor its hash. */
+export interface ApiKeyRecord {
+  id: string;
+  name: string;
+  level: AgentLevel;
+  prefix: string;
+  lastFour: string;
+  origin: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+  replacedBy: string | null;
+}
+
+/** Who is calling, once authenticated. */
+export interface Principal {
+  apiKeyId: string;
+  level: AgentLevel;
+  /** The JWT subject (agent id or key id); the key id for raw keys. */
+  subject: string;
+  method: 'api_key' | 'jwt';
+}
+
+export function toRecord(row: ApiKeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    level: row.level,
+    prefix: row.prefix,
+    lastFour: row.last_four,
+    origin: row.origin,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+    revokedAt: row.revoked_at,
+    replacedBy: row.replaced_by,
+  };
+}
+
+/** `last_used_at` is written at most this often per key, so authentication stays read-mostly. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+export class ApiKeyService {
+  constructor(
+    private readonly repo: ApiKeyRepository,
+    private readonly salt: string,
+    private readonly isReadOnly: () => boolean = () => false,
+  ) {}
+
+  /** Creates a key and returns its raw value, which is never retrievable again. */
+  async create(input: {
+    name: string;
+    level: AgentLevel;
+    actor: string;
+    origin: string;
+    rawKey?: string;
+  }): Promise<{ record: ApiKeyRecord; rawKey: string }> {
+    return this.repo.transaction(async (db) => {
+      const { record, rawKey } = await this.insertKey(db, input);
+      await this.repo.audit(
+        {
+          actor: input.actor,
+          action: 'api_key.create',
+          target: record.id,
+          details: { name: record.name, level: record.level, origin: record.origin },
+        },
+        db,
+      );
+      return { record, rawKey };
+    });
+  }
+
+  private async insertKey(
+    db: Parameters<ApiKeyRepository['insert']>[1],
+    input: { name: string; level: AgentLevel; origin: string; rawKey?: string },
+  ): Promise<{ record: ApiKeyRecord; rawKey: string }> {
+    const rawKey = input.rawKey ?? generateApiKey();
+    const hints = displayHints(rawKey);
+    const row = {
+      id: randomUUID(),
+      name: input.name,
+      level: input.level,
+      key_hash: hashApiKey(rawKey, this.salt),
+      prefix: hints.prefix,
+      last_four: hints.lastFour,
+      origin: input.origin,
+      created_at: new Date().toISOString(),
+    };
+    await this.repo.insert(row, db);
+    return {
+      record: toRecord({ ...row, last_used_at: null, revoked_at: null, replaced_by: null }),
+      rawKey,
+    };
+  }
+
+  async list(): Promise<ApiKeyRecord[]> {
+    return (await this.repo.list()).map(toRecord);
+  }
+
+  async get(id: string): Promise<ApiKeyRecord> {
+    const row = await this.repo.findById(id);
+    if (row === undefined) throw new AppError('AUTH_API_KEY_NOT_FOUND');
+    return toRecord(row);
+  }
+
+  /** Revokes a key (idempotent). The last active L0 key cannot be revoked: nobody could manage keys. */
+  async revoke(id: string, actor: string): Promise<ApiKeyRecord> {
+    return this.repo.transaction(async (db) => {
+      const row = await this.repo.findById(id, db);
+      if (row === undefined) throw new AppError('AUTH_API_KEY_NOT_FOUND');
+      if (row.revoked_at !== null) return toRecord(row);
+      if (row.level === 'L0' && (await this.repo.countActiveLevel('L0', db)) <= 1) {
+        throw new AppError(
+          'CONFLICT',
+          'Cannot revoke the last active L0 key; create another L0 key first',
+        );
+      }
+      const at = new Date().toISOString();
+      await this.repo.revoke(id, at, null, db);
+      await this.repo.audit({ actor, action: 'api_key.revoke', target: id }, db);
+      return toRecord({ ...row, revoked_at: at });
+    });
+  }
+
+  /** Replaces a key by a new one with the same name and level; the old one is revoked at once. */
+  async rotate(
+    id: string,
+    actor: string,
+  ): Promise<{ record: ApiKeyRecord; rawKey: string; rotatedFrom: string }> {
+    return this.repo.transaction(async (db) => {
+      const row = await this.repo.findById(id, db);
+      if (row === undefined) throw new AppError('AUTH_API_KEY_NOT_FOUND');
+      if (row.revoked_at !== null) throw new AppError('AUTH_API_KEY_REVOKED');
+      const { record, rawKey } = await this.insertKey(db, {
+        name: row.name,
+        level: row.level,
+        origin: 'rotation',
+      });
+      await this.repo.revoke(id, record.createdAt, record.id, db);
+      await this.repo.audit(
+        { actor, action: 'api_key.rotate', target: id, details: { newKeyId: record.id } },
+        db,
+      );
+      return { record, rawKey, rotatedFrom: id };
+    });
+  }
+
+  /** Checks a raw key in constant time against its stored keyed hash; null if unknown or revoked. */
+  async verify(rawKey: string): Promise<Principal | null> {
+    if (rawKey.length === 0 || rawKey.length > 512) return null;
+    const hash = hashApiKey(rawKey, this.salt);
+    const row = await this.repo.findByHash(hash);
+    if (row === undefined || !hashesEqual(row.key_hash, hash) || row.revoked_at !== null)
+      return null;
+    await this.touch(row);
+    return { apiKeyId: row.id, level: row.level, subject: row.id, method: 'api_key' };
+  }
+
+  /** The key behind a JWT, if it still exists and is not revoked. */
+  async activeKey(id: string): Promise<ApiKeyRow | null> {
+    const row = await this.repo.findById(id);
+    if (row === undefined || row.revoked_at !== null) return null;
+    await this.touch(row);
+    return row;
+  }
+
+  private async touch(row: ApiKeyRow): Promise<void> {
+    if (this.isReadOnly()) return;
+    const now = Date.now();
+    if (row.last_used_at !== null && now - Date.parse(row.last_used_at) < TOUCH_INTERVAL_MS) return;
+    await this.repo.touch(row.id, new Date(now).toISOString());
+  }
+
+  /**
+   * Ensures an L0 key with exactly this raw value exists. A bootstrap key that was revoked stays
+   * revoked: it is found by its hash and left alone.
+   */
+  async ensureBootstrapKey(rawKey: string): Promise<'created' | 'exists' | 'revoked'> {
+    return this.repo.transaction(async (db) => {
+      const existing = await this.repo.findByHash(hashApiKey(rawKey, this.salt), db);
+      if (existing !== undefined) return existing.revoked_at === null ? 'exists' : 'revoked';
+      const { record } = await this.insertKey(db, {
+        name: 'bootstrap',
+        level: 'L0',
+        origin: 'bootstrap',
+        rawKey,
+      });
+      await this.repo.audit(
+        { actor: 'system', action: 'api_key.bootstrap', target: record.id },
+        db,
+      );
+      return 'created';
+    });
+  }
+
+  /** On the very first start (no key at all), creates an L0 key and returns its raw value. */
+  async createFirstKeyIfNone(): Promise<{ record: ApiKeyRecord; rawKey: string } | null> {
+    if ((await this.repo.count()) > 0) return null;
+    return this.create({
+      name: 'first-start',
+      level: 'L0',
+      actor: 'system',
+      origin: 'first-start',
+    });
+  }
+}

@@ -1,0 +1,121 @@
+/** Token issuance and the API-key lifecycle. Thin: schema → service → response. */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AUTHENTICATED_ERRORS, errorResponses } from '../http/schemas.js';
+import { actorOf } from '../http/route-config.js';
+import type { ApiKeyService } from './api-key.service.js';
+import {
+  ApiKeyRecordSchema,
+  CreateApiKeySchema,
+  CreatedApiKeySchema,
+  KeyIdSchema,
+  TokenRequestSchema,
+  TokenResponseSchema,
+} from './auth.schemas.js';
+import type { TokenService } from './token.service.js';
+
+export interface AuthRoutesDeps {
+  apiKeys: ApiKeyService;
+  tokens: TokenService;
+  tokenRateLimitPerMinute: number;
+}
+
+const L0_MUTATION = { access: 'L0', mutates: true } as const;
+
+export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app, deps) => {
+  app.post(
+    '/auth/token',
+    {
+      config: {
+        access: 'public',
+        mutates: false,
+        rateLimit: { max: deps.tokenRateLimitPerMinute, timeWindow: 60_000 },
+      },
+      schema: {
+        summary: 'Exchange an API key for a short-lived JWT',
+        tags: ['auth'],
+        security: [],
+        body: TokenRequestSchema,
+        response: { 200: TokenResponseSchema, ...errorResponses(400, 401, 429, 500) },
+      },
+    },
+    (request) => deps.tokens.issue(request.body.apiKey, request.body.agentId),
+  );
+
+  app.get(
+    '/auth/api-keys',
+    {
+      config: { access: 'L0', mutates: false },
+      schema: {
+        summary: 'List API keys (never their secrets)',
+        tags: ['auth'],
+        response: {
+          200: Type.Object({ items: Type.Array(ApiKeyRecordSchema) }),
+          ...errorResponses(...AUTHENTICATED_ERRORS),
+        },
+      },
+    },
+    async () => ({ items: await deps.apiKeys.list() }),
+  );
+
+  app.post(
+    '/auth/api-keys/create',
+    {
+      config: L0_MUTATION,
+      schema: {
+        summary: 'Create an API key; the raw key is in the response, once',
+        tags: ['auth'],
+        body: CreateApiKeySchema,
+        response: { 201: CreatedApiKeySchema, ...errorResponses(...AUTHENTICATED_ERRORS, 503) },
+      },
+    },
+    async (request, reply) => {
+      const { record, rawKey } = await deps.apiKeys.create({
+        ...request.body,
+        actor: actorOf(request.principal),
+        origin: 'api',
+      });
+      return reply.status(201).send({ ...record, apiKey: rawKey });
+    },
+  );
+
+  app.post(
+    '/auth/api-keys/revoke',
+    {
+      config: L0_MUTATION,
+      schema: {
+        summary: 'Revoke an API key (idempotent); its JWTs stop working at once',
+        tags: ['auth'],
+        body: KeyIdSchema,
+        response: {
+          200: ApiKeyRecordSchema,
+          ...errorResponses(...AUTHENTICATED_ERRORS, 404, 409, 503),
+        },
+      },
+    },
+    (request) => deps.apiKeys.revoke(request.body.id, actorOf(request.principal)),
+  );
+
+  app.post(
+    '/auth/api-keys/rotate',
+    {
+      config: L0_MUTATION,
+      schema: {
+        summary: 'Replace an API key by a new one with the same name and level',
+        tags: ['auth'],
+        body: KeyIdSchema,
+        response: {
+          201: Type.Intersect([CreatedApiKeySchema, Type.Object({ rotatedFrom: Type.String() })]),
+          ...errorResponses(...AUTHENTICATED_ERRORS, 404, 409, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { record, rawKey, rotatedFrom } = await deps.apiKeys.rotate(
+        request.body.id,
+        actorOf(request.principal),
+      );
+      return reply.status(201).send({ ...record, apiKey: rawKey, rotatedFrom });
+    },
+  );
+};

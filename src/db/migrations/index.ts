@@ -1,0 +1,5 @@
+/** Every migration this build knows, in order. Names are permanent: never rename or reorder. */
+import type { Migration } from '../migrator.js';
+import * as m0001 from './0001_auth.js';
+
+export const MIGRATIONS: readonly Migration[] = [{ name: '0001_auth', up: m0001.up }];

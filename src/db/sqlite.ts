@@ -1,0 +1,43 @@
+/**
+ * The SQLite dialect module: the only place that knows it is talking to SQLite.
+ * better-sqlite3 in WAL mode; writers wait (busy_timeout) instead of failing at once.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, SqliteDialect, sql } from 'kysely';
+import type { Database } from './database.js';
+import type { DB } from './schema.js';
+
+export function openSqlite(filename: string): Database {
+  mkdirSync(dirname(filename), { recursive: true, mode: 0o700 });
+  const native = new SqliteDatabase(filename);
+  native.pragma('journal_mode = WAL');
+  native.pragma('synchronous = NORMAL');
+  native.pragma('foreign_keys = ON');
+  native.pragma('busy_timeout = 10000');
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: native }) });
+
+  return {
+    driver: 'sqlite',
+    db,
+    async exclusiveTransaction(fn) {
+      // BEGIN IMMEDIATE takes SQLite's write lock up front, so two processes serialise here
+      // instead of both reading the same state and one failing on upgrade.
+      return db.connection().execute(async (conn) => {
+        await sql`begin immediate`.execute(conn);
+        try {
+          const result = await fn(conn);
+          await sql`commit`.execute(conn);
+          return result;
+        } catch (error) {
+          await sql`rollback`.execute(conn);
+          throw error;
+        }
+      });
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * The one error catalogue. Every error that leaves the server is `{statusCode, code, message}`;
+ * services throw `AppError`s built from this table and never know about HTTP beyond the status here.
+ */
+export const ERROR_CATALOGUE = {
+  VALIDATION_ERROR: { status: 400, message: 'The request is invalid.' },
+  INVALID_JSON: { status: 400, message: 'The request body is not valid JSON.' },
+  BAD_REQUEST: { status: 400, message: 'Bad request.' },
+  AUTH_UNAUTHORIZED: { status: 401, message: 'Missing or invalid credentials.' },
+  AUTH_INVALID_API_KEY: { status: 401, message: 'The API key is invalid or revoked.' },
+  AUTH_FORBIDDEN: { status: 403, message: 'Your agent level does not allow this request.' },
+  AUTH_API_KEY_NOT_FOUND: { status: 404, message: 'API key not found.' },
+  ROUTE_NOT_FOUND: { status: 404, message: 'Route not found.' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed on this route.' },
+  CONFLICT: { status: 409, message: 'The request conflicts with the current state.' },
+  AUTH_API_KEY_REVOKED: { status: 409, message: 'The API key is already revoked.' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Unsupported media type.' },
+  RATE_LIMITED: { status: 429, message: 'Too many requests; retry later.' },
+  INTERNAL_ERROR: { status: 500, message: 'Internal server error.' },
+  READ_ONLY_MODE: {
+    status: 503,
+    message: 'Application is in read-only mode because database migration failed',
+  },
+  SERVICE_UNAVAILABLE: { status: 503, message: 'The service is shutting down; retry shortly.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/** The body every error response carries. */
+export interface ErrorBody {
+  statusCode: number;
+  code: string;
+  message: string;
+}
+
+/** An expected, client-facing error: its code picks the status; the message may be more specific. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly statusCode: number;
+
+  constructor(code: ErrorCode, message?: string, options?: { cause?: unknown }) {
+    const entry = ERROR_CATALOGUE[code];
+    super(message ?? entry.message, options);
+    this.name = 'AppError';
+    this.code = code;
+    this.statusCode = entry.status;
+  }
+
+  toBody(): ErrorBody {
+    return { statusCode: this.statusCode, code: this.code, message: this.message };
+  }
+}
+
+export function appError(code: ErrorCode, message?: string): AppError {
+  return new AppError(code, message);
+}

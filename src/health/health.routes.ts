@@ -1,0 +1,94 @@
+/** GET /health: public, unprefixed, always 200; answers from memory, never from the database. */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { MigrationState } from '../db/migrator.js';
+import type { JobQueue, LaneCounts } from '../queue/queue.js';
+
+const LaneSchema = Type.Object({
+  queued: Type.Integer(),
+  running: Type.Integer(),
+  completed: Type.Integer(),
+  failed: Type.Integer(),
+});
+
+export const HealthSchema = Type.Object({
+  status: Type.Enum(['ok', 'degraded']),
+  mode: Type.Enum(['normal', 'read_only']),
+  queueDriver: Type.String(),
+  queue: Type.Object({
+    agentRunConcurrency: Type.Integer(),
+    toolExecuteConcurrency: Type.Integer(),
+    totalJobs: Type.Integer({ description: 'Queued + running + completed + failed since start.' }),
+    queuedJobs: Type.Integer(),
+    runningJobs: Type.Integer(),
+    completedJobs: Type.Integer(),
+    failedJobs: Type.Integer(),
+    byType: Type.Object(
+      { agentRun: LaneSchema, toolExecute: LaneSchema },
+      { additionalProperties: LaneSchema, description: 'One entry per job type.' },
+    ),
+  }),
+  migration: Type.Object({
+    status: Type.Enum(['ok', 'degraded']),
+    pendingCount: Type.Integer(),
+    appliedCount: Type.Integer(),
+    errorMessage: Type.Union([Type.String(), Type.Null()]),
+  }),
+});
+
+export interface HealthDeps {
+  queue: JobQueue;
+  migration: MigrationState;
+}
+
+export function healthReport({ queue, migration }: HealthDeps) {
+  const stats = queue.stats();
+  const lane = (type: string): LaneCounts => {
+    const l = stats.byType[type];
+    return {
+      queued: l?.queued ?? 0,
+      running: l?.running ?? 0,
+      completed: l?.completed ?? 0,
+      failed: l?.failed ?? 0,
+    };
+  };
+  const byType = Object.fromEntries(Object.keys(stats.byType).map((type) => [type, lane(type)]));
+  const readOnly = migration.status !== 'ok';
+  return {
+    status: readOnly ? ('degraded' as const) : ('ok' as const),
+    mode: readOnly ? ('read_only' as const) : ('normal' as const),
+    queueDriver: stats.driver,
+    queue: {
+      agentRunConcurrency: stats.byType.agentRun?.concurrency ?? 0,
+      toolExecuteConcurrency: stats.byType.toolExecute?.concurrency ?? 0,
+      totalJobs: stats.totalJobs,
+      queuedJobs: stats.queuedJobs,
+      runningJobs: stats.runningJobs,
+      completedJobs: stats.completedJobs,
+      failedJobs: stats.failedJobs,
+      byType: { ...byType, agentRun: lane('agentRun'), toolExecute: lane('toolExecute') },
+    },
+    migration: {
+      status: migration.status,
+      pendingCount: migration.pending.length,
+      appliedCount: migration.applied.length,
+      errorMessage: migration.errorMessage,
+    },
+  };
+}
+
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, deps) => {
+  app.get(
+    '/health',
+    {
+      config: { access: 'public', mutates: false },
+      schema: {
+        summary: 'Runtime mode, job-queue statistics and migration status',
+        tags: ['core'],
+        security: [],
+        response: { 200: HealthSchema },
+      },
+    },
+    () => healthReport(deps),
+  );
+};

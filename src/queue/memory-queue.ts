@@ -1,0 +1,152 @@
+/**
+ * The in-memory job queue: FIFO lanes per job type with bounded concurrency. Finished jobs are
+ * counted, and only the last `historyLimit` of each lane are kept, so memory stays bounded.
+ */
+import { randomUUID } from 'node:crypto';
+import { QueueClosedError, type JobContext, type JobQueue, type QueueStats } from './queue.js';
+
+export interface FinishedJob {
+  id: string;
+  type: string;
+  status: 'completed' | 'failed';
+  enqueuedAt: number;
+  startedAt: number;
+  finishedAt: number;
+  error?: string;
+}
+
+interface PendingJob {
+  id: string;
+  enqueuedAt: number;
+  start: () => void;
+  cancel: (error: Error) => void;
+}
+
+class Lane {
+  readonly waiting: PendingJob[] = [];
+  running = 0;
+  completed = 0;
+  failed = 0;
+  readonly history: FinishedJob[] = [];
+
+  constructor(readonly concurrency: number) {}
+}
+
+export class MemoryQueue implements JobQueue {
+  private readonly lanes = new Map<string, Lane>();
+  private readonly controller = new AbortController();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private closed = false;
+
+  constructor(
+    concurrency: Record<string, number>,
+    private readonly historyLimit = 1000,
+  ) {
+    for (const [type, n] of Object.entries(concurrency)) this.lanes.set(type, new Lane(n));
+  }
+
+  run<T>(type: string, handler: (job: JobContext) => Promise<T>): Promise<T> {
+    const lane = this.lanes.get(type);
+    if (lane === undefined) return Promise.reject(new Error(`Unknown job type: ${type}`));
+    if (this.closed) return Promise.reject(new QueueClosedError());
+
+    return new Promise<T>((resolve, reject) => {
+      const job: PendingJob = {
+        id: randomUUID(),
+        enqueuedAt: Date.now(),
+        cancel: reject,
+        start: () => {
+          lane.running += 1;
+          const startedAt = Date.now();
+          const finish = (status: FinishedJob['status'], error?: string) => {
+            lane.running -= 1;
+            lane[status] += 1;
+            lane.history.push({
+              id: job.id,
+              type,
+              status,
+              enqueuedAt: job.enqueuedAt,
+              startedAt,
+              finishedAt: Date.now(),
+              ...(error === undefined ? {} : { error }),
+            });
+            if (lane.history.length > this.historyLimit) lane.history.shift();
+            this.pump(lane);
+          };
+          const promise = Promise.resolve()
+            .then(() => handler({ id: job.id, signal: this.controller.signal }))
+            .then(
+              (value) => {
+                finish('completed');
+                resolve(value);
+              },
+              (error: unknown) => {
+                finish('failed', error instanceof Error ? error.message : String(error));
+                reject(error instanceof Error ? error : new Error(String(error)));
+              },
+            );
+          this.inFlight.add(promise);
+          void promise.finally(() => this.inFlight.delete(promise));
+        },
+      };
+      lane.waiting.push(job);
+      this.pump(lane);
+    });
+  }
+
+  private pump(lane: Lane): void {
+    while (!this.closed && lane.running < lane.concurrency && lane.waiting.length > 0) {
+      lane.waiting.shift()?.start();
+    }
+  }
+
+  /** Finished jobs still held for inspection, oldest first. */
+  history(type: string): readonly FinishedJob[] {
+    return this.lanes.get(type)?.history ?? [];
+  }
+
+  stats(): QueueStats {
+    const byType: QueueStats['byType'] = {};
+    const totals = { queued: 0, running: 0, completed: 0, failed: 0 };
+    for (const [type, lane] of this.lanes) {
+      const counts = {
+        queued: lane.waiting.length,
+        running: lane.running,
+        completed: lane.completed,
+        failed: lane.failed,
+      };
+      byType[type] = { ...counts, concurrency: lane.concurrency };
+      totals.queued += counts.queued;
+      totals.running += counts.running;
+      totals.completed += counts.completed;
+      totals.failed += counts.failed;
+    }
+    return {
+      driver: 'memory',
+      totalJobs: totals.queued + totals.running + totals.completed + totals.failed,
+      queuedJobs: totals.queued,
+      runningJobs: totals.running,
+      completedJobs: totals.completed,
+      failedJobs: totals.failed,
+      byType,
+    };
+  }
+
+  async close(timeoutMs = 10_000): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const lane of this.lanes.values()) {
+      for (const job of lane.waiting.splice(0)) job.cancel(new QueueClosedError());
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.controller.abort(new QueueClosedError());
+        resolve();
+      }, timeoutMs);
+      timer.unref();
+    });
+    await Promise.race([Promise.allSettled([...this.inFlight]).then(() => undefined), timeout]);
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,414 @@
+import { SignJWT, UnsecuredJWT, base64url } from 'jose';
+import { generateKeyPairSync } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { bearer, createTestApp, type TestApp } from '../helpers.js';
+
+let t: TestApp;
+beforeEach(async () => {
+  t = await createTestApp({ env: { AUTH_TOKEN_RATE_LIMIT: '1000' } });
+});
+afterEach(async () => {
+  await t.close();
+});
+
+const url = (path: string) => `${t.prefix}${path}`;
+
+async function token(apiKey: string, agentId?: string) {
+  return t.app.inject({
+    method: 'POST',
+    url: url('/auth/token'),
+    payload: { apiKey, ...(agentId ? { agentId } : {}) },
+  });
+}
+
+async function createKey(level: 'L0' | 'L1' | 'L2', name = `k-${level}`) {
+  const res = await t.app.inject({
+    method: 'POST',
+    url: url('/auth/api-keys/create'),
+    headers: bearer(t.key),
+    payload: { name, level },
+  });
+  expect(res.statusCode).toBe(201);
+  return res.json<{ id: string; apiKey: string; level: string }>();
+}
+
+const listKeys = (headers: Record<string, string>) =>
+  t.app.inject({ method: 'GET', url: url('/auth/api-keys'), headers });
+
+function secret(): Uint8Array {
+  return new TextEncoder().encode(t.ctx.secrets.jwtSecret);
+}
+
+describe('credentials', () => {
+  it('accepts a raw key as Bearer and as x-api-key', async () => {
+    expect((await listKeys(bearer(t.key))).statusCode).toBe(200);
+    expect((await listKeys({ 'x-api-key': t.key })).statusCode).toBe(200);
+  });
+
+  it('missing, malformed or unknown credentials → 401 AUTH_UNAUTHORIZED', async () => {
+    for (const headers of [
+      {},
+      { authorization: 'Basic abc' },
+      bearer('aps_nope'),
+      { 'x-api-key': 'aps_nope' },
+      bearer(''),
+    ]) {
+      const res = await listKeys(headers);
+      expect(res.statusCode).toBe(401);
+      expect(res.json()).toEqual({
+        statusCode: 401,
+        code: 'AUTH_UNAUTHORIZED',
+        message: expect.any(String),
+      });
+    }
+  });
+
+  it('records last use of a key', async () => {
+    await listKeys(bearer(t.key));
+    const [record] = (await listKeys(bearer(t.key))).json<{
+      items: { lastUsedAt: string | null }[];
+    }>().items;
+    expect(record?.lastUsedAt).not.toBeNull();
+  });
+});
+
+describe('POST /auth/token', () => {
+  it('mints a JWT carrying key id and level, subject = agent id or key id', async () => {
+    const res = await token(t.key, 'agent-42');
+    expect(res.statusCode).toBe(200);
+    const body = res.json<{
+      token: string;
+      tokenType: string;
+      apiKeyId: string;
+      level: string;
+      expiresAt: string;
+    }>();
+    expect(body).toMatchObject({ tokenType: 'Bearer', level: 'L0' });
+    const [header, payload] = body.token
+      .split('.')
+      .slice(0, 2)
+      .map(
+        (p) => JSON.parse(new TextDecoder().decode(base64url.decode(p))) as Record<string, unknown>,
+      );
+    expect(header).toMatchObject({ alg: 'HS256' });
+    expect(payload).toMatchObject({ sub: 'agent-42', apiKeyId: body.apiKeyId, level: 'L0' });
+    expect((payload!.exp as number) - (payload!.iat as number)).toBe(15 * 60);
+    expect((await listKeys(bearer(body.token))).statusCode).toBe(200);
+    const noAgent = (await token(t.key)).json<{ token: string; apiKeyId: string }>();
+    const claims = JSON.parse(
+      new TextDecoder().decode(base64url.decode(noAgent.token.split('.')[1]!)),
+    ) as { sub: string };
+    expect(claims.sub).toBe(noAgent.apiKeyId);
+  });
+
+  it('an invalid key → 401 AUTH_INVALID_API_KEY; a missing one → 400 naming the field', async () => {
+    const res = await token('aps_wrong');
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toMatchObject({ code: 'AUTH_INVALID_API_KEY' });
+    const missing = await t.app.inject({ method: 'POST', url: url('/auth/token'), payload: {} });
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json()).toEqual({
+      statusCode: 400,
+      code: 'VALIDATION_ERROR',
+      message: 'body.apiKey is required',
+    });
+  });
+
+  it('a revoked key gets no token, and its existing JWTs stop working', async () => {
+    const other = await createKey('L0');
+    const jwt = (await token(other.apiKey)).json<{ token: string }>().token;
+    expect((await listKeys(bearer(jwt))).statusCode).toBe(200);
+    const revoke = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/api-keys/revoke'),
+      headers: bearer(t.key),
+      payload: { id: other.id },
+    });
+    expect(revoke.statusCode).toBe(200);
+    expect((await token(other.apiKey)).json()).toMatchObject({
+      statusCode: 401,
+      code: 'AUTH_INVALID_API_KEY',
+    });
+    expect((await listKeys(bearer(jwt))).json()).toMatchObject({
+      statusCode: 401,
+      code: 'AUTH_UNAUTHORIZED',
+    });
+    expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(401);
+  });
+
+  it('is rate-limited per client address with the error body', async () => {
+    const limited = await createTestApp({ env: { AUTH_TOKEN_RATE_LIMIT: '3' } });
+    try {
+      const codes: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        codes.push(
+          (
+            await limited.app.inject({
+              method: 'POST',
+              url: `${limited.prefix}/auth/token`,
+              payload: { apiKey: limited.key },
+            })
+          ).statusCode,
+        );
+      }
+      expect(codes).toEqual([200, 200, 200, 429, 429]);
+      const res = await limited.app.inject({
+        method: 'POST',
+        url: `${limited.prefix}/auth/token`,
+        payload: { apiKey: limited.key },
+      });
+      expect(res.json()).toEqual({
+        statusCode: 429,
+        code: 'RATE_LIMITED',
+        message: expect.stringMatching(/retry in \d+ s/),
+      });
+      const otherClient = await limited.app.inject({
+        method: 'POST',
+        url: `${limited.prefix}/auth/token`,
+        remoteAddress: '10.0.0.9',
+        payload: { apiKey: limited.key },
+      });
+      expect(otherClient.statusCode).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('JWT attacks', () => {
+  async function claims() {
+    return (await token(t.key)).json<{ apiKeyId: string }>();
+  }
+
+  it('rejects alg "none"', async () => {
+    const { apiKeyId } = await claims();
+    const unsecured = new UnsecuredJWT({ apiKeyId, level: 'L0' })
+      .setIssuer('agent-platform-server')
+      .setSubject(apiKeyId)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .encode();
+    expect((await listKeys(bearer(unsecured))).statusCode).toBe(401);
+  });
+
+  it('rejects other algorithms signed with the secret (HS512) and RS256 tokens', async () => {
+    const { apiKeyId } = await claims();
+    const hs512 = await new SignJWT({ apiKeyId, level: 'L0' })
+      .setProtectedHeader({ alg: 'HS512' })
+      .setIssuer('agent-platform-server')
+      .setSubject(apiKeyId)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(secret());
+    expect((await listKeys(bearer(hs512))).statusCode).toBe(401);
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const rs256 = await new SignJWT({ apiKeyId, level: 'L0' })
+      .setProtectedHeader({ alg: 'RS256' })
+      .setIssuer('agent-platform-server')
+      .setSubject(apiKeyId)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(privateKey);
+    expect((await listKeys(bearer(rs256))).statusCode).toBe(401);
+  });
+
+  it('rejects a bad signature and a tampered payload', async () => {
+    const good = (await token(t.key)).json<{ token: string }>().token;
+    const [h, p, s] = good.split('.');
+    const flipped = s!.slice(0, -2) + (s!.endsWith('AA') ? 'BB' : 'AA');
+    expect((await listKeys(bearer(`${h}.${p}.${flipped}`))).statusCode).toBe(401);
+    const payload = JSON.parse(new TextDecoder().decode(base64url.decode(p!))) as Record<
+      string,
+      unknown
+    >;
+    const tampered = base64url.encode(JSON.stringify({ ...payload, sub: 'someone-else' }));
+    expect((await listKeys(bearer(`${h}.${tampered}.${s}`))).statusCode).toBe(401);
+    const forged = await new SignJWT(payload)
+      .setProtectedHeader({ alg: 'HS256' })
+      .sign(new TextEncoder().encode('x'.repeat(48)));
+    expect((await listKeys(bearer(forged))).statusCode).toBe(401);
+  });
+
+  it('rejects an expired token', async () => {
+    const { apiKeyId } = await claims();
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await new SignJWT({ apiKeyId, level: 'L0' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('agent-platform-server')
+      .setSubject(apiKeyId)
+      .setIssuedAt(now - 120)
+      .setExpirationTime(now - 60)
+      .sign(secret());
+    const res = await listKeys(bearer(expired));
+    expect(res.json()).toEqual({
+      statusCode: 401,
+      code: 'AUTH_UNAUTHORIZED',
+      message: 'The token has expired.',
+    });
+  });
+
+  it('takes the level from the key, not from the token claims', async () => {
+    const worker = await createKey('L2');
+    const now = Math.floor(Date.now() / 1000);
+    const escalated = await new SignJWT({ apiKeyId: worker.id, level: 'L0' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('agent-platform-server')
+      .setSubject(worker.id)
+      .setIssuedAt(now)
+      .setExpirationTime(now + 60)
+      .sign(secret());
+    expect((await listKeys(bearer(escalated))).statusCode).toBe(403);
+  });
+});
+
+describe('levels', () => {
+  it('L0 routes admit only L0: L1 and L2 get 403 AUTH_FORBIDDEN, by key and by JWT', async () => {
+    for (const level of ['L1', 'L2'] as const) {
+      const key = await createKey(level);
+      const res = await listKeys(bearer(key.apiKey));
+      expect(res.statusCode).toBe(403);
+      expect(res.json()).toMatchObject({ code: 'AUTH_FORBIDDEN' });
+      const jwt = (await token(key.apiKey)).json<{ token: string; level: string }>();
+      expect(jwt.level).toBe(level);
+      expect((await listKeys(bearer(jwt.token))).statusCode).toBe(403);
+    }
+  });
+});
+
+describe('API key lifecycle', () => {
+  it('create → list → rotate → revoke, each audited, never exposing secrets', async () => {
+    const created = await createKey('L1', 'worker');
+    expect(created.apiKey).toMatch(/^aps_/);
+    const list = (await listKeys(bearer(t.key))).json<{ items: Record<string, unknown>[] }>();
+    expect(list.items.map((k) => k.name).sort()).toEqual(['test-admin', 'worker']);
+    const text = JSON.stringify(list);
+    expect(text).not.toContain(created.apiKey);
+    expect(text).not.toMatch(/key_hash|keyHash|apiKey/);
+
+    const rotated = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/api-keys/rotate'),
+      headers: bearer(t.key),
+      payload: { id: created.id },
+    });
+    expect(rotated.statusCode).toBe(201);
+    const fresh = rotated.json<{
+      id: string;
+      apiKey: string;
+      level: string;
+      name: string;
+      rotatedFrom: string;
+    }>();
+    expect(fresh).toMatchObject({ level: 'L1', name: 'worker', rotatedFrom: created.id });
+    expect((await token(created.apiKey)).statusCode).toBe(401);
+    expect((await token(fresh.apiKey)).statusCode).toBe(200);
+    const again = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/api-keys/rotate'),
+      headers: bearer(t.key),
+      payload: { id: created.id },
+    });
+    expect(again.json()).toMatchObject({ statusCode: 409, code: 'AUTH_API_KEY_REVOKED' });
+
+    const revoked = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/api-keys/revoke'),
+      headers: bearer(t.key),
+      payload: { id: fresh.id },
+    });
+    expect(revoked.json()).toMatchObject({ id: fresh.id, revokedAt: expect.any(String) });
+
+    const audit = await t.ctx.database.db
+      .selectFrom('audit_log')
+      .selectAll()
+      .orderBy('at')
+      .execute();
+    const adminId = (await t.ctx.apiKeys.list()).find((k) => k.name === 'test-admin')!.id;
+    expect(audit.map((a) => [a.action, a.target])).toEqual([
+      ['api_key.create', adminId],
+      ['api_key.create', created.id],
+      ['api_key.rotate', created.id],
+      ['api_key.revoke', fresh.id],
+    ]);
+    expect(audit.slice(1).every((a) => a.actor === `api_key:${adminId}`)).toBe(true);
+  });
+
+  it('unknown ids → 404 AUTH_API_KEY_NOT_FOUND; bad bodies → 400', async () => {
+    for (const action of ['revoke', 'rotate']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: url(`/auth/api-keys/${action}`),
+        headers: bearer(t.key),
+        payload: { id: 'nope' },
+      });
+      expect(res.json()).toMatchObject({ statusCode: 404, code: 'AUTH_API_KEY_NOT_FOUND' });
+    }
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/api-keys/create'),
+      headers: bearer(t.key),
+      payload: { name: 'x', level: 'L9' },
+    });
+    expect(bad.json()).toEqual({
+      statusCode: 400,
+      code: 'VALIDATION_ERROR',
+      message: 'body.level must be one of: L0, L1, L2',
+    });
+  });
+
+  it('refuses to revoke the last active L0 key', async () => {
+    const [admin] = await t.ctx.apiKeys.list();
+    const res = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/api-keys/revoke'),
+      headers: bearer(t.key),
+      payload: { id: admin!.id },
+    });
+    expect(res.json()).toMatchObject({ statusCode: 409, code: 'CONFLICT' });
+  });
+});
+
+describe('bootstrap key', () => {
+  it('is ensured at start-up and stays revoked after a restart', async () => {
+    const { ensureInitialKeys } = await import('../../src/server.js');
+    const bootstrap = 'bootstrap-key-0123456789-abcdefghijkl';
+    const a = await createTestApp({ env: { BOOTSTRAP_API_KEY: bootstrap } });
+    await ensureInitialKeys(a.ctx, a.app.log);
+    expect(
+      (
+        await a.app.inject({
+          method: 'POST',
+          url: `${a.prefix}/auth/token`,
+          payload: { apiKey: bootstrap },
+        })
+      ).statusCode,
+    ).toBe(200);
+    const id = (await a.ctx.apiKeys.list()).find((k) => k.origin === 'bootstrap')!.id;
+    await a.app.inject({
+      method: 'POST',
+      url: `${a.prefix}/auth/api-keys/revoke`,
+      headers: bearer(a.key),
+      payload: { id },
+    });
+    await a.close(true);
+
+    const b = await createTestApp({ dir: a.dir, env: { BOOTSTRAP_API_KEY: bootstrap } });
+    try {
+      await ensureInitialKeys(b.ctx, b.app.log);
+      expect(
+        (
+          await b.app.inject({
+            method: 'POST',
+            url: `${b.prefix}/auth/token`,
+            payload: { apiKey: bootstrap },
+          })
+        ).statusCode,
+      ).toBe(401);
+      expect((await b.ctx.apiKeys.list()).filter((k) => k.origin === 'bootstrap')).toHaveLength(1);
+      const actions = await b.ctx.database.db.selectFrom('audit_log').select('action').execute();
+      expect(actions.map((r) => r.action)).toContain('api_key.bootstrap');
+    } finally {
+      await b.close();
+    }
+  });
+});

@@ -1,0 +1,115 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDuration } from '../../src/config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'aps-config-'));
+
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env, dir);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('has zero-config defaults', () => {
+    const config = loadConfig({}, dir);
+    expect(config.port).toBe(4000);
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.apiPrefix).toBe('/api/v1');
+    expect(config.dataDir).toBe(join(dir, 'data'));
+    expect(config.database).toEqual({
+      driver: 'sqlite',
+      filename: join(dir, 'data', 'aps.sqlite'),
+    });
+    expect(config.jwtSecret).toBeNull();
+    expect(config.jwtTtlSeconds).toBe(15 * 60);
+    expect(config.queue.agentRunConcurrency).toBeGreaterThanOrEqual(2);
+    expect(config.queue.toolExecuteConcurrency).toBeGreaterThanOrEqual(4);
+    expect(config.corsOrigins).toEqual([]);
+  });
+
+  it('accepts PORT=0 (pick a free port) and converts numbers', () => {
+    const config = loadConfig({ PORT: '0', QUEUE_AGENT_RUN_CONCURRENCY: '7', JWT_TTL: '8h' }, dir);
+    expect(config.port).toBe(0);
+    expect(config.queue.agentRunConcurrency).toBe(7);
+    expect(config.jwtTtlSeconds).toBe(8 * 3600);
+  });
+
+  it('lists every bad variable at once', () => {
+    const list = problems({
+      PORT: 'abc',
+      LOG_LEVEL: 'loud',
+      API_PREFIX: 'api',
+      JWT_TTL: 'forever',
+      QUEUE_TOOL_EXECUTE_CONCURRENCY: '0',
+      JWT_SECRET: 'short',
+    });
+    expect(list).toHaveLength(6);
+    expect(list.join('\n')).toMatch(/PORT must be an integer/);
+    expect(list.join('\n')).toMatch(/LOG_LEVEL must be one of: fatal, error/);
+    expect(list.join('\n')).toMatch(/API_PREFIX/);
+    expect(list.join('\n')).toMatch(/JWT_TTL/);
+    expect(list.join('\n')).toMatch(/QUEUE_TOOL_EXECUTE_CONCURRENCY must be an integer, ≥ 1/);
+    expect(list.join('\n')).toMatch(/JWT_SECRET must be at least 32 characters$/m);
+  });
+
+  it('never echoes a secret value in its messages', () => {
+    const list = problems({ JWT_SECRET: 'tooshort-secret', BOOTSTRAP_API_KEY: 'bad key!' });
+    expect(list.join('\n')).not.toContain('tooshort-secret');
+    expect(list.join('\n')).not.toContain('bad key!');
+  });
+
+  it('refuses production without explicit secrets', () => {
+    const list = problems({ NODE_ENV: 'production' });
+    expect(list).toEqual([
+      'JWT_SECRET is required when NODE_ENV=production',
+      'API_KEY_SALT is required when NODE_ENV=production',
+    ]);
+    expect(
+      problems({
+        NODE_ENV: 'production',
+        JWT_SECRET: 'x'.repeat(32),
+        API_KEY_SALT: 'y'.repeat(16),
+      }),
+    ).toEqual([]);
+  });
+
+  it('treats empty strings as unset and honours sqlite: URLs', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: 'sqlite:other.db' }, dir)).toMatchObject({
+      port: 4000,
+      database: { driver: 'sqlite', filename: join(dir, 'other.db') },
+    });
+    expect(problems({ DATABASE_URL: 'mysql://x' })).toEqual([
+      'DATABASE_URL must be unset, sqlite:<path> or postgres://…',
+    ]);
+  });
+
+  it('reads an optional .env file, the environment winning', () => {
+    const envDir = mkdtempSync(join(tmpdir(), 'aps-dotenv-'));
+    writeFileSync(join(envDir, '.env'), 'PORT=5001\nHOST=0.0.0.0\n');
+    const config = loadConfig({ HOST: '127.0.0.2' }, envDir);
+    expect(config.port).toBe(5001);
+    expect(config.host).toBe('127.0.0.2');
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([
+    ['900', 900],
+    ['30s', 30],
+    ['15m', 900],
+    ['8h', 28800],
+    ['1d', 86400],
+  ])('%s → %i s', (text, seconds) => {
+    expect(parseDuration(text)).toBe(seconds);
+  });
+  it('rejects other text', () => {
+    expect(() => parseDuration('1w')).toThrow();
+  });
+});
