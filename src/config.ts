@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
@@ -107,6 +107,92 @@ export const ENV_SCHEMA = Type.Object({
     default: 30,
     description: 'Requests per minute per client address on `POST /auth/token`.',
   }),
+  UPLOAD_MAX_BYTES: Type.Integer({
+    minimum: 1,
+    maximum: 10 * 1024 * 1024 * 1024,
+    default: 100 * 1024 * 1024,
+    description: 'Largest accepted upload (413 above it).',
+  }),
+  QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: Type.Integer({
+    minimum: 1,
+    maximum: 64,
+    default: Math.max(1, Math.floor(cores / 2)),
+    description: 'Parallel indexing jobs (default max(1, cores/2)).',
+  }),
+  CONVERTER_TIMEOUT_MS: Type.Integer({
+    minimum: 1000,
+    maximum: 24 * 3600 * 1000,
+    default: 300_000,
+    description: 'A converter run longer than this is killed (with its whole process tree).',
+  }),
+  CONVERTER_MAX_OUTPUT_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 4 * 1024 * 1024 * 1024,
+    default: 64 * 1024 * 1024,
+    description: 'Largest markdown (and stdout/stderr) a converter may produce.',
+  }),
+  KNOWLEDGE_CONVERTER_PATH: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'Converter binary to run instead of the bundled `aps-convert`.',
+    }),
+  ),
+  KNOWLEDGE_COMMANDS_FILE: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'JSON file of extra converter commands (argv templates with {input}/{outputDir}).',
+    }),
+  ),
+  EMBEDDING_PROVIDER: oneOf(
+    ['static', 'openai', 'transformers'] as const,
+    'static',
+    '`static`: offline word vectors (default); `openai`: any OpenAI-compatible endpoint; `transformers`: in-process ONNX models.',
+  ),
+  EMBEDDING_MODEL: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'Model name for `openai`/`transformers` (e.g. `text-embedding-3-small`, `Xenova/bge-small-en-v1.5`).',
+    }),
+  ),
+  EMBEDDING_BASE_URL: Type.String({
+    pattern: '^https?://',
+    default: 'https://api.openai.com/v1',
+    description: 'Base URL of the OpenAI-compatible embeddings API.',
+  }),
+  EMBEDDING_API_KEY: Type.Optional(
+    Type.String({ minLength: 1, description: 'Bearer key for the embeddings API.' }),
+  ),
+  EMBEDDING_MODEL_DIR: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'Directory of offline transformer models (`<dir>/<model>/…`).',
+    }),
+  ),
+  EMBEDDING_ALLOW_DOWNLOAD: oneOf(
+    ['true', 'false'] as const,
+    'false',
+    'Let `transformers` download a missing model on first use (needs the internet).',
+  ),
+  EMBEDDING_CACHE_DIR: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'Where the static model’s binary cache is kept (default `DATA_DIR/models`).',
+    }),
+  ),
+  EMBEDDING_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 30_000,
+    description: 'Timeout of one embeddings API request.',
+  }),
+  EMBEDDING_BATCH_SIZE: Type.Integer({
+    minimum: 1,
+    maximum: 2048,
+    default: 64,
+    description: 'Texts per embeddings API request.',
+  }),
   BODY_LIMIT_BYTES: Type.Integer({
     minimum: 1024,
     maximum: 100 * 1024 * 1024,
@@ -136,6 +222,27 @@ export interface Config {
   queue: { agentRunConcurrency: number; toolExecuteConcurrency: number; historyLimit: number };
   authTokenRateLimitPerMinute: number;
   bodyLimitBytes: number;
+  knowledge: {
+    uploadMaxBytes: number;
+    indexConcurrency: number;
+    converterTimeoutMs: number;
+    converterMaxOutputBytes: number;
+    /** Absolute path, or null for the bundled converter. */
+    converterPath: string | null;
+    commandsFile: string | null;
+  };
+  embedding: {
+    provider: Env['EMBEDDING_PROVIDER'];
+    model: string | null;
+    baseUrl: string;
+    apiKey: string | null;
+    modelDir: string | null;
+    allowDownload: boolean;
+    /** Absolute path. */
+    cacheDir: string;
+    timeoutMs: number;
+    batchSize: number;
+  };
 }
 
 /** Thrown when the environment is invalid; `problems` lists every bad variable. */
@@ -256,5 +363,26 @@ export function loadConfig(
     },
     authTokenRateLimitPerMinute: e.AUTH_TOKEN_RATE_LIMIT,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    knowledge: {
+      uploadMaxBytes: e.UPLOAD_MAX_BYTES,
+      indexConcurrency: e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY,
+      converterTimeoutMs: e.CONVERTER_TIMEOUT_MS,
+      converterMaxOutputBytes: e.CONVERTER_MAX_OUTPUT_BYTES,
+      converterPath:
+        e.KNOWLEDGE_CONVERTER_PATH === undefined ? null : resolve(cwd, e.KNOWLEDGE_CONVERTER_PATH),
+      commandsFile:
+        e.KNOWLEDGE_COMMANDS_FILE === undefined ? null : resolve(cwd, e.KNOWLEDGE_COMMANDS_FILE),
+    },
+    embedding: {
+      provider: e.EMBEDDING_PROVIDER,
+      model: e.EMBEDDING_MODEL ?? null,
+      baseUrl: e.EMBEDDING_BASE_URL.replace(/\/+$/, ''),
+      apiKey: e.EMBEDDING_API_KEY ?? null,
+      modelDir: e.EMBEDDING_MODEL_DIR === undefined ? null : resolve(cwd, e.EMBEDDING_MODEL_DIR),
+      allowDownload: e.EMBEDDING_ALLOW_DOWNLOAD === 'true',
+      cacheDir: resolve(cwd, e.EMBEDDING_CACHE_DIR ?? join(e.DATA_DIR, 'models')),
+      timeoutMs: e.EMBEDDING_TIMEOUT_MS,
+      batchSize: e.EMBEDDING_BATCH_SIZE,
+    },
   };
 }

@@ -23,6 +23,36 @@ export const ERROR_CATALOGUE = {
     message: 'Application is in read-only mode because database migration failed',
   },
   SERVICE_UNAVAILABLE: { status: 503, message: 'The service is shutting down; retry shortly.' },
+  KNOWLEDGE_DOCUMENT_NOT_FOUND: { status: 404, message: 'Knowledge document not found.' },
+  KNOWLEDGE_DOCUMENT_REQUIRED: { status: 400, message: 'The upload has no file part.' },
+  KNOWLEDGE_DOCUMENT_EMPTY: { status: 400, message: 'The uploaded file is empty.' },
+  KNOWLEDGE_COMMAND_NOT_FOUND: { status: 400, message: 'Unknown converter command.' },
+  KNOWLEDGE_QUERY_REQUIRED: { status: 400, message: 'The query must not be blank.' },
+  KNOWLEDGE_INDEX_IN_PROGRESS: { status: 409, message: 'The document is being indexed already.' },
+  KNOWLEDGE_INDEX_CANCELLED: {
+    status: 409,
+    message: 'The document was deleted while it was being indexed.',
+  },
+  KNOWLEDGE_UNSUPPORTED_FORMAT: {
+    status: 422,
+    message: 'The converter does not support this file format.',
+  },
+  KNOWLEDGE_DOCUMENT_UNREADABLE: {
+    status: 422,
+    message: 'The file is encrypted, password-protected or corrupt.',
+  },
+  KNOWLEDGE_CONVERTER_NO_MARKDOWN: {
+    status: 422,
+    message: 'The converter found no text to extract from this file.',
+  },
+  KNOWLEDGE_NO_CHUNKS_GENERATED: { status: 422, message: 'The document produced no chunks.' },
+  KNOWLEDGE_CONVERTER_FAILED: { status: 502, message: 'The converter failed.' },
+  KNOWLEDGE_CONVERTER_TIMEOUT: { status: 504, message: 'The converter timed out.' },
+  KNOWLEDGE_EMBEDDING_FAILED: { status: 502, message: 'Embedding the document failed.' },
+  KNOWLEDGE_CONVERTER_BINARY_MISSING: {
+    status: 500,
+    message: 'The converter binary is not installed or not executable.',
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
