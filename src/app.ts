@@ -7,43 +7,19 @@ import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { DestinationStream } from 'pino';
 import { authRoutes } from './auth/auth.routes.js';
 import type { AppContext } from './context.js';
 import { AppError } from './errors.js';
 import { healthRoutes } from './health/health.routes.js';
+import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
 import { registerGuard } from './http/guard.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import './http/route-config.js';
 
-export interface BuildAppOptions {
-  /** Where logs go (tests capture them); default stdout. */
-  logStream?: DestinationStream;
-}
-
-/** Log paths that may carry secrets. */
-export const REDACTED_PATHS = [
-  'req.headers.authorization',
-  'req.headers["x-api-key"]',
-  'req.headers.cookie',
-  'apiKey',
-  '*.apiKey',
-  '*.*.apiKey',
-  'token',
-  '*.token',
-];
-
-export async function buildApp(
-  ctx: AppContext,
-  options: BuildAppOptions = {},
-): Promise<FastifyInstance> {
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: {
-      level: ctx.config.logLevel,
-      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-      ...(options.logStream === undefined ? {} : { stream: options.logStream }),
-    },
+    loggerInstance: ctx.log,
     bodyLimit: ctx.config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => {
@@ -105,6 +81,7 @@ export async function buildApp(
         tokens: ctx.tokens,
         tokenRateLimitPerMinute: ctx.config.authTokenRateLimitPerMinute,
       });
+      await api.register(knowledgeRoutes, { knowledge: ctx.knowledge });
     },
     { prefix: ctx.config.apiPrefix },
   );

@@ -339,6 +339,10 @@ export function loadConfig(
       problems.set('API_KEY_SALT', 'API_KEY_SALT is required when NODE_ENV=production');
   }
 
+  if (e.EMBEDDING_PROVIDER === 'openai' && e.EMBEDDING_MODEL === undefined) {
+    problems.set('EMBEDDING_MODEL', 'EMBEDDING_MODEL is required when EMBEDDING_PROVIDER=openai');
+  }
+
   if (problems.size > 0 || database === null) throw new ConfigError([...problems.values()]);
 
   return {
@@ -375,7 +379,9 @@ export function loadConfig(
     },
     embedding: {
       provider: e.EMBEDDING_PROVIDER,
-      model: e.EMBEDDING_MODEL ?? null,
+      model:
+        e.EMBEDDING_MODEL ??
+        (e.EMBEDDING_PROVIDER === 'transformers' ? 'Xenova/bge-small-en-v1.5' : null),
       baseUrl: e.EMBEDDING_BASE_URL.replace(/\/+$/, ''),
       apiKey: e.EMBEDDING_API_KEY ?? null,
       modelDir: e.EMBEDDING_MODEL_DIR === undefined ? null : resolve(cwd, e.EMBEDDING_MODEL_DIR),

@@ -9,7 +9,13 @@ import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import { MIGRATIONS } from './db/migrations/index.js';
 import { migrate, type Migration, type MigrationState } from './db/migrator.js';
+import { INDEX_JOB } from './knowledge/indexing.service.js';
+import { createKnowledgeModule, type KnowledgeModule } from './knowledge/knowledge.module.js';
+import type { EmbeddingProvider } from './knowledge/embeddings/provider.js';
+import { createLogger } from './logger.js';
 import { MemoryQueue } from './queue/memory-queue.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { DestinationStream } from 'pino';
 import type { JobQueue } from './queue/queue.js';
 import { resolveSecrets, type Secrets } from './secrets.js';
 
@@ -21,6 +27,8 @@ export interface AppContext {
   /** True when the migration safety check failed: every state-changing request answers 503. */
   readOnly: boolean;
   queue: JobQueue;
+  log: FastifyBaseLogger;
+  knowledge: KnowledgeModule;
   apiKeys: ApiKeyService;
   tokens: TokenService;
   close(): Promise<void>;
@@ -29,12 +37,17 @@ export interface AppContext {
 export interface ContextOptions {
   /** The migrations to apply; tests pass failing or extra ones. */
   migrations?: readonly Migration[];
+  /** Where logs go (tests capture them); default stdout. */
+  logStream?: DestinationStream;
+  /** Replaces the configured embedding provider (tests and benchmarks). */
+  embedder?: EmbeddingProvider;
 }
 
 export async function createContext(
   config: Config,
   options: ContextOptions = {},
 ): Promise<AppContext> {
+  const log = createLogger(config, options.logStream);
   const secrets = resolveSecrets(config);
   const database = openDatabase(config.database);
   const migration = await migrate(database, options.migrations ?? MIGRATIONS);
@@ -43,6 +56,7 @@ export async function createContext(
     {
       agentRun: config.queue.agentRunConcurrency,
       toolExecute: config.queue.toolExecuteConcurrency,
+      [INDEX_JOB]: config.knowledge.indexConcurrency,
     },
     config.queue.historyLimit,
   );
@@ -52,6 +66,7 @@ export async function createContext(
     () => readOnly,
   );
   const tokens = new TokenService(secrets.jwtSecret, config.jwtTtlSeconds, apiKeys);
+  const knowledge = createKnowledgeModule(config, database, queue, log, options.embedder);
   return {
     config,
     secrets,
@@ -59,10 +74,13 @@ export async function createContext(
     migration,
     readOnly,
     queue,
+    log,
+    knowledge,
     apiKeys,
     tokens,
     async close() {
       await queue.close();
+      await knowledge.close();
       await database.close();
     },
   };

@@ -1,6 +1,6 @@
 /** Starts the HTTP server: context, first-start key, app, listen; and stops it gracefully. */
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type BuildAppOptions } from './app.js';
+import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createContext, type AppContext, type ContextOptions } from './context.js';
 
@@ -36,21 +36,33 @@ export async function ensureInitialKeys(
   return first?.rawKey ?? null;
 }
 
+/** Start-up housekeeping of the knowledge base after a crash or restart. */
+export async function recoverKnowledge(ctx: AppContext): Promise<void> {
+  await ctx.knowledge.storage.removePrefix('tmp');
+  await ctx.knowledge.documents.sweepOrphanFiles();
+  await ctx.knowledge.indexing.recoverInterrupted();
+}
+
 export async function startServer(
   config: Config,
-  options: ContextOptions & BuildAppOptions & { print?: (line: string) => void } = {},
+  options: ContextOptions & { print?: (line: string) => void } = {},
 ): Promise<RunningServer> {
   const print = options.print ?? ((line: string) => process.stdout.write(line + '\n'));
   const ctx = await createContext(config, options);
   let app: FastifyInstance | undefined;
   try {
-    app = await buildApp(ctx, options);
+    app = await buildApp(ctx);
     if (ctx.readOnly)
       app.log.error(
         { migration: ctx.migration.errorMessage },
         'migration safety check failed: read-only mode',
       );
     const firstKey = await ensureInitialKeys(ctx, app.log);
+    if (!ctx.readOnly) await recoverKnowledge(ctx);
+    // Loads (or on the very first start, builds) the embedding model in the background.
+    ctx.knowledge.embedder.ready().catch((error: unknown) => {
+      app?.log.error({ err: error }, 'the embedding model could not be loaded');
+    });
     await app.listen({ port: config.port, host: config.host });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr !== null ? addr.port : config.port;

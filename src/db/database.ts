@@ -6,6 +6,8 @@ import { openSqlite } from './sqlite.js';
 export interface Database {
   driver: 'sqlite';
   db: Db;
+  /** The better-sqlite3 handle, for the SQLite search index's prepared statements. */
+  native: import('better-sqlite3').Database;
   /**
    * Runs `fn` in a transaction that holds the database-wide write lock for its whole length,
    * so concurrent processes (migrations, for one) cannot interleave.

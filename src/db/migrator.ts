@@ -12,7 +12,8 @@ import type { Db } from './schema.js';
 
 export interface Migration {
   name: string;
-  up(db: Kysely<unknown>): Promise<void>;
+  /** `driver` lets a migration add dialect-specific objects (full-text tables, for one). */
+  up(db: Kysely<unknown>, driver: Database['driver']): Promise<void>;
 }
 
 export interface MigrationState {
@@ -109,7 +110,7 @@ export async function migrate(
         const next = migrations.find((m) => m.name === current.pending[0]);
         if (current.status !== 'ok' || next === undefined) return current;
         try {
-          await next.up(trx as unknown as Kysely<unknown>);
+          await next.up(trx as unknown as Kysely<unknown>, database.driver);
         } catch (error) {
           throw new Error(`Migration ${next.name} failed: ${(error as Error).message}`, {
             cause: error,

@@ -42,12 +42,75 @@ export interface AuditLogTable {
   details: string | null;
 }
 
+export type DocumentStatus = 'uploaded' | 'indexing' | 'indexed' | 'failed';
+
+export interface KnowledgeDocumentsTable {
+  id: string;
+  name: string;
+  file_type: string;
+  mime_type: string;
+  source: string;
+  /** Null when uploaded without a project. */
+  project_id: string | null;
+  /** `project_id` or '' — the uniqueness scope of `checksum` (NULLs never collide in SQL). */
+  project_key: string;
+  version: number;
+  status: DocumentStatus;
+  checksum: string;
+  size_bytes: number;
+  /** Storage keys, relative to the data directory. */
+  file_path: string;
+  markdown_path: string | null;
+  converter_command: string | null;
+  /** JSON text. */
+  converter_meta: string | null;
+  error_message: string | null;
+  /** Embedding model of the document's current chunks. */
+  embedding_model: string | null;
+  /** Identifies the indexing run in progress; a run whose token is gone is discarded. */
+  index_token: string | null;
+  /** JSON text: the parameters of the last index request (re-queued after a restart). */
+  index_params: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface KnowledgeChunksTable {
+  id: string;
+  document_id: string;
+  chunk_index: number;
+  section_path: string;
+  page: number | null;
+  content: string;
+  token_estimate: number;
+  /** JSON text. */
+  metadata: string;
+  embedding_model: string;
+  embedding_dimensions: number;
+  /** sha256 of the content: the embedding cache key together with the model. */
+  content_hash: string;
+  created_at: string;
+}
+
+export interface EmbeddingCacheTable {
+  model: string;
+  content_hash: string;
+  /** Float32 little-endian bytes. */
+  vector: Uint8Array;
+  created_at: string;
+}
+
 export interface DB {
   aps_migrations: MigrationsTable;
   aps_migration_lock: MigrationLockTable;
   api_keys: ApiKeysTable;
   audit_log: AuditLogTable;
+  knowledge_documents: KnowledgeDocumentsTable;
+  knowledge_chunks: KnowledgeChunksTable;
 }
+
+export type DocumentRow = Selectable<KnowledgeDocumentsTable>;
+export type ChunkRow = Selectable<KnowledgeChunksTable>;
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type AuditRow = Selectable<AuditLogTable>;

@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
+import * as sqliteVec from 'sqlite-vec';
 import type { Database } from './database.js';
 import type { DB } from './schema.js';
 
@@ -16,11 +17,13 @@ export function openSqlite(filename: string): Database {
   native.pragma('synchronous = NORMAL');
   native.pragma('foreign_keys = ON');
   native.pragma('busy_timeout = 10000');
+  sqliteVec.load(native);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: native }) });
 
   return {
     driver: 'sqlite',
     db,
+    native,
     async exclusiveTransaction(fn) {
       // BEGIN IMMEDIATE takes SQLite's write lock up front, so two processes serialise here
       // instead of both reading the same state and one failing on upgrade.

@@ -98,7 +98,7 @@ describe('error bodies', () => {
 
   it('every catalogue entry has a status in the documented set', () => {
     for (const { status } of Object.values(ERROR_CATALOGUE)) {
-      expect([400, 401, 403, 404, 405, 409, 413, 415, 429, 500, 503]).toContain(status);
+      expect([400, 401, 403, 404, 405, 409, 413, 415, 422, 429, 500, 502, 503, 504]).toContain(status);
     }
   });
 
@@ -144,6 +144,14 @@ describe('OpenAPI', () => {
         '/auth/api-keys/create',
         '/auth/api-keys/revoke',
         '/auth/api-keys/rotate',
+        '/knowledge/commands',
+        '/knowledge/converter/status',
+        '/knowledge/documents',
+        '/knowledge/documents/{id}',
+        '/knowledge/documents/{id}/chunks',
+        '/knowledge/documents/upload',
+        '/knowledge/documents/{id}/index',
+        '/knowledge/retrieve',
       ]
         .map((p) => (p === '/health' ? p : `${t.prefix}${p}`))
         .sort(),

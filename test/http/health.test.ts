@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { createTestApp, type TestApp } from '../helpers.js';
 
 let t: TestApp;
@@ -29,9 +30,9 @@ describe('GET /health', () => {
         runningJobs: 0,
         completedJobs: 0,
         failedJobs: 0,
-        byType: { agentRun: lane, toolExecute: lane },
+        byType: { agentRun: lane, toolExecute: lane, knowledgeIndex: lane },
       },
-      migration: { status: 'ok', pendingCount: 0, appliedCount: 1, errorMessage: null },
+      migration: { status: 'ok', pendingCount: 0, appliedCount: MIGRATIONS.length, errorMessage: null },
     });
     expect((await t.app.inject({ method: 'GET', url: `${t.prefix}/health` })).statusCode).toBe(404);
   });

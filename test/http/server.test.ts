@@ -103,8 +103,8 @@ describe('startServer', () => {
     const config = testConfig(dir, { PORT: '0' });
     const { buildApp } = await import('../../src/app.js');
     const { createContext } = await import('../../src/context.js');
-    const ctx = await createContext(config);
-    const app = await buildApp(ctx, { logStream: new LogCapture() });
+    const ctx = await createContext(config, { logStream: new LogCapture() });
+    const app = await buildApp(ctx);
     app.get('/slow', { config: { access: 'public', mutates: false } }, async () => {
       await new Promise((r) => setTimeout(r, 300));
       return { done: true };

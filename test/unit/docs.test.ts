@@ -9,12 +9,13 @@ const readme = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'ut
 
 describe('README', () => {
   it('documents every configuration variable', () => {
-    for (const name of Object.keys(ENV_SCHEMA.properties))
-      expect(readme).toContain(`| \`${name}\` |`);
+    for (const name of Object.keys(ENV_SCHEMA.properties)) {
+      expect(readme).toMatch(new RegExp(`^\\|\\s*\`${name}\`\\s*\\|`, 'm'));
+    }
   });
   it('documents every error code with its status', () => {
     for (const [code, { status }] of Object.entries(ERROR_CATALOGUE)) {
-      expect(readme).toContain(`| ${status} | \`${code}\` |`);
+      expect(readme).toMatch(new RegExp(`^\\|\\s*${status}\\s*\\|\\s*\`${code}\`\\s*\\|`, 'm'));
     }
   });
 });

@@ -1,5 +1,9 @@
 /** Every migration this build knows, in order. Names are permanent: never rename or reorder. */
 import type { Migration } from '../migrator.js';
 import * as m0001 from './0001_auth.js';
+import * as m0002 from './0002_knowledge.js';
 
-export const MIGRATIONS: readonly Migration[] = [{ name: '0001_auth', up: m0001.up }];
+export const MIGRATIONS: readonly Migration[] = [
+  { name: '0001_auth', up: m0001.up },
+  { name: '0002_knowledge', up: m0002.up },
+];

@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+/**
+ * `aps-convert <file> --output-dir <dir> [--command auto|text] [--lang eng]`
+ *
+ * Converts one file to markdown: writes `<dir>/document.md` and `<dir>/meta.json` and exits with
+ * one of EXIT_CODES (see contract.ts). The server runs it as a separate process, so a crash or a
+ * hang here can never take the server down. stderr carries one line per problem:
+ * `aps-convert: <label>: <message>` for the failure, `aps-convert: warning: <message>` otherwise.
+ *
+ * Environment: APS_CONVERT_MAX_INPUT_BYTES (default 200 MiB) — larger inputs exit TOO_LARGE. The
+ * converter is its own program, so it reads its own environment rather than the server's config.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Command, CommanderError, Option } from 'commander';
+import {
+  CONVERTER_NAME,
+  CONVERTER_VERSION,
+  EXIT_CODES,
+  MARKDOWN_FILE,
+  META_FILE,
+  type ExitCode,
+} from './contract.js';
+import {
+  COMMANDS,
+  convertFile,
+  DEFAULT_MAX_INPUT_BYTES,
+  type CommandName,
+} from './convert-file.js';
+import { ConvertError, EXIT_LABELS } from './formats/convert-error.js';
+
+function report(label: string, message: string): void {
+  process.stderr.write(`${CONVERTER_NAME}: ${label}: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+}
+
+function maxInputBytes(): number {
+  const raw = process.env.APS_CONVERT_MAX_INPUT_BYTES?.trim();
+  if (raw === undefined || raw === '') return DEFAULT_MAX_INPUT_BYTES;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new ConvertError(
+      EXIT_CODES.USAGE,
+      `APS_CONVERT_MAX_INPUT_BYTES must be a positive integer (got "${raw}")`,
+    );
+  }
+  return value;
+}
+
+/** Write to a temporary name, then rename: a reader never sees a half-written file. */
+async function writeAtomic(path: string, data: string): Promise<void> {
+  const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    await writeFile(temp, data, 'utf8');
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}
+
+interface Parsed {
+  file: string;
+  outputDir: string;
+  command: CommandName;
+}
+
+/** Parses argv; usage errors come back as a ConvertError(USAGE), help/version as null. */
+function parseArgs(argv: string[]): Parsed | null {
+  const program = new Command(CONVERTER_NAME)
+    .description('Convert a document to markdown (document.md + meta.json in the output dir).')
+    .argument('<file>', 'the file to convert')
+    .requiredOption('-o, --output-dir <dir>', 'where document.md and meta.json are written')
+    .addOption(
+      new Option('-c, --command <command>', 'conversion to run').choices(COMMANDS).default('auto'),
+    )
+    .option('-l, --lang <languages>', 'OCR languages, e.g. eng or eng+deu (unused for text)', 'eng')
+    .version(CONVERTER_VERSION)
+    .exitOverride()
+    .configureOutput({
+      outputError: (text, write) => {
+        write(
+          `${CONVERTER_NAME}: ${EXIT_LABELS[EXIT_CODES.USAGE]}: ${text.replace(/^error: /, '')}`,
+        );
+      },
+    });
+  try {
+    program.parse(argv, { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.exitCode === 0) return null;
+      throw new ConvertError(EXIT_CODES.USAGE, error.message, { reported: true });
+    }
+    throw error;
+  }
+  const options = program.opts<{ outputDir: string; command: CommandName; lang: string }>();
+  if (!/^[A-Za-z_]+(?:\+[A-Za-z_]+)*$/.test(options.lang)) {
+    throw new ConvertError(EXIT_CODES.USAGE, `--lang must look like eng or eng+deu`);
+  }
+  const [file] = program.args;
+  if (file === undefined) throw new ConvertError(EXIT_CODES.USAGE, 'missing <file>');
+  return { file: resolve(file), outputDir: resolve(options.outputDir), command: options.command };
+}
+
+async function main(argv: string[]): Promise<ExitCode> {
+  const started = performance.now();
+  const args = parseArgs(argv);
+  if (args === null) return EXIT_CODES.OK;
+  const { markdown, meta } = await convertFile(args.file, {
+    command: args.command,
+    maxInputBytes: maxInputBytes(),
+  });
+  for (const warning of meta.warnings) report('warning', warning);
+
+  const writeStart = performance.now();
+  await mkdir(args.outputDir, { recursive: true });
+  // document.md first: once it exists the conversion is complete; meta.json is optional extra.
+  await writeAtomic(join(args.outputDir, MARKDOWN_FILE), markdown);
+  meta.timings.write = Math.round((performance.now() - writeStart) * 10) / 10;
+  meta.timings.total = Math.round((performance.now() - started) * 10) / 10;
+  await writeAtomic(join(args.outputDir, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+  return EXIT_CODES.OK;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof ConvertError) {
+      if (!error.reported) report(EXIT_LABELS[error.exitCode], error.message);
+      process.exitCode = error.exitCode;
+    } else {
+      report(
+        EXIT_LABELS[EXIT_CODES.FAILED],
+        error instanceof Error ? error.message : String(error),
+      );
+      process.exitCode = EXIT_CODES.FAILED;
+    }
+  },
+);

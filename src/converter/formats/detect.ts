@@ -1,0 +1,136 @@
+/**
+ * Format detection from content first, name second — the client's name and MIME type are never
+ * trusted on their own.
+ *
+ * 1. A binary signature (file-type: PDF, DOCX, PNG, ZIP, …) decides, whatever the name says: a
+ *    PNG renamed `notes.txt` is a PNG, and unsupported. Two exceptions, both because file-type
+ *    also matches short magic numbers: signatures of text formats (XML, vCard, iCalendar, WebVTT)
+ *    and signatures on content that is plainly text (`BM`, `MZ`, `ID3` starting a sentence — real
+ *    BMPs, EXEs and MP3s have NUL bytes in their headers) fall through to the text rules. Text-
+ *    based document formats (PDF, RTF, PostScript, PGP armour) stay unsupported even as text.
+ * 2. Bytes that are not text (NULs, many control bytes) are unsupported "binary data" — not
+ *    "corrupt": the converter cannot tell which format they were meant to be.
+ * 3. Text: the extension picks markdown, CSV, TSV, JSON, JSON Lines or HTML. Any other name
+ *    (`.txt`, `.log`, none, unknown) is plain text — unless the content starts like an HTML
+ *    document (`<!doctype html`, `<html`): then it is HTML, as saved web pages often get renamed.
+ *    Structure-promising extensions (`.md`, `.csv`, `.json`) are not overridden by content sniffing.
+ */
+import { extname } from 'node:path';
+import { fileTypeFromFile } from 'file-type';
+import { looksLikeHtml } from './html.js';
+import { decodeText, looksBinary } from './text.js';
+
+export type TextFormat = 'text' | 'markdown' | 'html' | 'csv' | 'tsv' | 'json' | 'jsonl';
+
+export type Detection =
+  | { kind: 'text'; format: TextFormat }
+  | { kind: 'unsupported'; format: string; mime: string; description: string };
+
+/** What file-type reports for the content (or undefined: no known binary signature). */
+export interface Signature {
+  ext: string;
+  mime: string;
+}
+
+/** Bytes of the file start that the binary and HTML sniffs look at. */
+export const SNIFF_BYTES = 64 * 1024;
+
+/** Text formats file-type recognises by signature; they are handled by the text rules. */
+const TEXT_SIGNATURES = new Set(['xml', 'vcf', 'ics', 'vtt']);
+/** Formats that can be pure ASCII but are not prose: converting them as text would index noise. */
+const TEXT_BASED_DOCUMENTS = new Set(['pdf', 'rtf', 'ps', 'eps', 'pgp']);
+
+const EXTENSIONS: Record<string, TextFormat> = {
+  '.txt': 'text',
+  '.text': 'text',
+  '.log': 'text',
+  '.md': 'markdown',
+  '.markdown': 'markdown',
+  '.mdown': 'markdown',
+  '.mkd': 'markdown',
+  '.html': 'html',
+  '.htm': 'html',
+  '.xhtml': 'html',
+  '.csv': 'csv',
+  '.tsv': 'tsv',
+  '.tab': 'tsv',
+  '.json': 'json',
+  '.jsonl': 'jsonl',
+  '.ndjson': 'jsonl',
+};
+
+/** Human names for the binary formats users most often upload. */
+const DESCRIPTIONS: Record<string, string> = {
+  pdf: 'PDF document',
+  docx: 'Word document',
+  docm: 'Word document',
+  xlsx: 'Excel workbook',
+  xlsm: 'Excel workbook',
+  pptx: 'PowerPoint presentation',
+  odt: 'OpenDocument text',
+  ods: 'OpenDocument spreadsheet',
+  odp: 'OpenDocument presentation',
+  cfb: 'legacy Microsoft Office document',
+  rtf: 'RTF document',
+  ps: 'PostScript document',
+  eps: 'Encapsulated PostScript',
+  pgp: 'PGP-encrypted message',
+  epub: 'EPUB e-book',
+  png: 'PNG image',
+  jpg: 'JPEG image',
+  gif: 'GIF image',
+  webp: 'WebP image',
+  tif: 'TIFF image',
+  bmp: 'BMP image',
+  heic: 'HEIC image',
+  zip: 'ZIP archive',
+  gz: 'gzip archive',
+  '7z': '7-Zip archive',
+  rar: 'RAR archive',
+  tar: 'tar archive',
+  mp3: 'MP3 audio',
+  mp4: 'MP4 video',
+  exe: 'Windows executable',
+  elf: 'ELF executable',
+  sqlite: 'SQLite database',
+};
+
+export const BINARY_DATA: Detection = {
+  kind: 'unsupported',
+  format: 'binary',
+  mime: 'application/octet-stream',
+  description: 'binary data, not text',
+};
+
+/** Classifies a file from its name, the start of its content and its binary signature. */
+export function detectFormat(name: string, head: Uint8Array, signature?: Signature): Detection {
+  const binary = looksBinary(head);
+  const trusted =
+    signature !== undefined &&
+    !TEXT_SIGNATURES.has(signature.ext) &&
+    (binary || TEXT_BASED_DOCUMENTS.has(signature.ext));
+  if (trusted) {
+    return {
+      kind: 'unsupported',
+      format: signature.ext,
+      mime: signature.mime,
+      description: DESCRIPTIONS[signature.ext] ?? `${signature.ext.toUpperCase()} file`,
+    };
+  }
+  if (binary) return BINARY_DATA;
+  const byName = EXTENSIONS[extname(name).toLowerCase()];
+  if (byName !== undefined && byName !== 'text') return { kind: 'text', format: byName };
+  const html = looksLikeHtml(decodeText(head, { htmlCharset: true }).text);
+  return { kind: 'text', format: html ? 'html' : 'text' };
+}
+
+/** The content's binary signature, read from the file itself (only its first bytes are read). */
+export async function sniffSignature(path: string): Promise<Signature | undefined> {
+  const result = await fileTypeFromFile(path);
+  return result === undefined ? undefined : { ext: result.ext, mime: result.mime };
+}
+
+/** The line the CLI prints for an unsupported file, e.g. `image/png (PNG image)`. */
+export function describeUnsupported(detection: Detection & { kind: 'unsupported' }): string {
+  return `${detection.mime} (${detection.description})`;
+}

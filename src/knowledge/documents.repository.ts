@@ -1,0 +1,94 @@
+/** SQL for knowledge documents (chunks and index rows live in the ChunkStore). */
+import type { Insertable } from 'kysely';
+import type { Db, DocumentRow, DocumentStatus, KnowledgeDocumentsTable } from '../db/schema.js';
+
+export interface DocumentQuery {
+  projectId?: string;
+  status?: DocumentStatus;
+  limit: number;
+}
+
+export class DocumentsRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: Insertable<KnowledgeDocumentsTable>): Promise<void> {
+    await this.db.insertInto('knowledge_documents').values(row).execute();
+  }
+
+  findById(id: string): Promise<DocumentRow | undefined> {
+    return this.db
+      .selectFrom('knowledge_documents')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  findByChecksum(projectKey: string, checksum: string): Promise<DocumentRow | undefined> {
+    return this.db
+      .selectFrom('knowledge_documents')
+      .selectAll()
+      .where('project_key', '=', projectKey)
+      .where('checksum', '=', checksum)
+      .executeTakeFirst();
+  }
+
+  list(query: DocumentQuery): Promise<DocumentRow[]> {
+    let q = this.db.selectFrom('knowledge_documents').selectAll();
+    if (query.projectId !== undefined) q = q.where('project_id', '=', query.projectId);
+    if (query.status !== undefined) q = q.where('status', '=', query.status);
+    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).execute();
+  }
+
+  /**
+   * Moves a document to `indexing` unless it is already there; returns false when another run holds
+   * it (or it does not exist).
+   */
+  async beginIndex(id: string, token: string, params: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('knowledge_documents')
+      .set({
+        status: 'indexing',
+        index_token: token,
+        index_params: params,
+        updated_at: new Date().toISOString(),
+      })
+      .where('id', '=', id)
+      .where('status', '!=', 'indexing')
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Marks the run `token` failed; a run that lost its token (deleted, superseded) changes nothing. */
+  async failIndex(id: string, token: string, message: string): Promise<void> {
+    await this.db
+      .updateTable('knowledge_documents')
+      .set({
+        status: 'failed',
+        error_message: message,
+        index_token: null,
+        updated_at: new Date().toISOString(),
+      })
+      .where('id', '=', id)
+      .where('index_token', '=', token)
+      .execute();
+  }
+
+  /** Gives a document left `indexing` by a previous process to a new run. */
+  async resumeIndex(id: string, token: string): Promise<void> {
+    await this.db
+      .updateTable('knowledge_documents')
+      .set({ index_token: token, updated_at: new Date().toISOString() })
+      .where('id', '=', id)
+      .where('status', '=', 'indexing')
+      .execute();
+  }
+
+  /** Documents left `indexing` by a previous process. */
+  listIndexing(): Promise<DocumentRow[]> {
+    return this.db
+      .selectFrom('knowledge_documents')
+      .selectAll()
+      .where('status', '=', 'indexing')
+      .execute();
+  }
+}

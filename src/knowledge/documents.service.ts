@@ -1,0 +1,138 @@
+/** Rules of knowledge documents: upload (with de-duplication), listing, chunks and deletion. */
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { AppError } from '../errors.js';
+import type { DocumentQuery, DocumentsRepository } from './documents.repository.js';
+import { detectFileType, safeExtension, sanitizeFileName } from './file-type.js';
+import type { KnowledgeChunk, KnowledgeDocument } from './knowledge.schemas.js';
+import { toChunk, toDocument } from './mappers.js';
+import type { ChunkStore } from './search/chunk-store.js';
+import type { FileStorage, PendingFile } from './storage/storage.js';
+
+export interface UploadInput {
+  file: PendingFile;
+  fileName: string | undefined;
+  projectId: string | undefined;
+  source: string | undefined;
+}
+
+/** Every file of a document lives under this prefix. */
+export const documentPrefix = (id: string) => `documents/${id}`;
+
+export class DocumentsService {
+  constructor(
+    private readonly repo: DocumentsRepository,
+    private readonly store: ChunkStore,
+    private readonly storage: FileStorage,
+    private readonly log: FastifyBaseLogger,
+    /** Cancels an indexing run of the document, if one is running here. */
+    private readonly cancelIndexing: (id: string) => void = () => undefined,
+  ) {}
+
+  /**
+   * Creates a document from a received file; byte-identical content in the same project returns
+   * the existing document instead (`created: false`). The temporary file is always consumed.
+   */
+  async create(input: UploadInput): Promise<{ document: KnowledgeDocument; created: boolean }> {
+    const { file } = input;
+    try {
+      if (file.size === 0) throw new AppError('KNOWLEDGE_DOCUMENT_EMPTY');
+      const projectKey = input.projectId ?? '';
+      const existing = await this.repo.findByChecksum(projectKey, file.checksum);
+      if (existing !== undefined) return { document: toDocument(existing), created: false };
+
+      const name = sanitizeFileName(input.fileName);
+      const { fileType, mimeType } = await detectFileType(file.head, name);
+      const id = randomUUID();
+      const key = `${documentPrefix(id)}/source.${safeExtension(fileType)}`;
+      const now = new Date().toISOString();
+      await file.commit(key);
+      try {
+        await this.repo.insert({
+          id,
+          name,
+          file_type: fileType,
+          mime_type: mimeType,
+          source: input.source ?? 'upload',
+          project_id: input.projectId ?? null,
+          project_key: projectKey,
+          version: 1,
+          status: 'uploaded',
+          checksum: file.checksum,
+          size_bytes: file.size,
+          file_path: key,
+          markdown_path: null,
+          converter_command: null,
+          converter_meta: null,
+          error_message: null,
+          embedding_model: null,
+          index_token: null,
+          index_params: null,
+          created_at: now,
+          updated_at: now,
+        });
+      } catch (error) {
+        await this.storage.removePrefix(documentPrefix(id));
+        // A concurrent upload of the same bytes won the unique index: answer with its document.
+        const winner = await this.repo.findByChecksum(projectKey, file.checksum);
+        if (winner !== undefined) return { document: toDocument(winner), created: false };
+        throw error;
+      }
+      return { document: toDocument(await this.getRow(id)), created: true };
+    } finally {
+      await file.discard();
+    }
+  }
+
+  async list(query: DocumentQuery): Promise<KnowledgeDocument[]> {
+    return (await this.repo.list(query)).map(toDocument);
+  }
+
+  private async getRow(id: string) {
+    const row = await this.repo.findById(id);
+    if (row === undefined)
+      throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
+    return row;
+  }
+
+  async get(id: string): Promise<KnowledgeDocument> {
+    return toDocument(await this.getRow(id));
+  }
+
+  async chunks(id: string): Promise<KnowledgeChunk[]> {
+    await this.getRow(id);
+    return this.store.listChunks(id).map(toChunk);
+  }
+
+  /**
+   * Deletes the record with its chunks and index rows (one transaction), cancels a running index,
+   * then removes the files. A file that cannot be removed is logged and swept at the next start.
+   */
+  async delete(id: string): Promise<void> {
+    if (!this.store.deleteDocument(id)) {
+      throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
+    }
+    this.cancelIndexing(id);
+    try {
+      await this.storage.removePrefix(documentPrefix(id));
+    } catch (error) {
+      this.log.error(
+        { err: error, documentId: id },
+        'could not remove the files of a deleted document; they are swept at the next start',
+      );
+    }
+  }
+
+  /** Removes file directories whose document no longer exists (a crash or a failed removal). */
+  async sweepOrphanFiles(): Promise<number> {
+    let removed = 0;
+    for (const id of await this.storage.list('documents')) {
+      if ((await this.repo.findById(id)) === undefined) {
+        await this.storage.removePrefix(documentPrefix(id));
+        removed += 1;
+      }
+    }
+    if (removed > 0) this.log.info({ removed }, 'removed files of deleted documents');
+    return removed;
+  }
+}

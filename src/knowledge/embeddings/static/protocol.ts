@@ -1,0 +1,25 @@
+/** Messages between `StaticEmbeddingProvider` (main thread) and `worker.ts`. */
+
+export type ToWorker =
+  | { type: 'init'; cacheDir: string; sourcePath: string; vocabSize?: number }
+  | { type: 'embed'; id: number; texts: string[] }
+  /** Test hook: throw an uncaught error in the worker, as a bug would. */
+  | { type: 'crash' };
+
+export interface WorkerInfo {
+  threadId: number;
+  dims: number;
+  cacheFile: string;
+  vocabSize: number;
+  /** True when this worker had to build the cache from the source JSON. */
+  built: boolean;
+  buildMs: number;
+  loadMs: number;
+}
+
+export type FromWorker =
+  | { type: 'ready'; info: WorkerInfo }
+  | { type: 'init-failed'; message: string }
+  /** One transferred buffer per text, each holding `dims` float32 values. */
+  | { type: 'result'; id: number; vectors: ArrayBuffer[] }
+  | { type: 'failed'; id: number; message: string };

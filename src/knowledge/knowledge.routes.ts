@@ -1,0 +1,158 @@
+/** The Knowledge routes (all L0). Thin: schema → service → response. */
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AUTHENTICATED_ERRORS, errorResponses } from '../http/schemas.js';
+import type { KnowledgeModule } from './knowledge.module.js';
+import {
+  ChunkSchema,
+  CommandsSchema,
+  ConverterStatusSchema,
+  DocumentSchema,
+  IdParamsSchema,
+  IndexBodySchema,
+  IndexResultSchema,
+  ListQuerySchema,
+  RetrieveBodySchema,
+  RetrieveResultSchema,
+} from './knowledge.schemas.js';
+import { readUpload } from './upload.js';
+
+const READ = { access: 'L0', mutates: false } as const;
+const WRITE = { access: 'L0', mutates: true } as const;
+const tags = ['knowledge'];
+const errors = (...extra: number[]) => errorResponses(...AUTHENTICATED_ERRORS, ...extra);
+
+export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModule }> = async (app, { knowledge }) => {
+  await app.register(multipart, {
+    limits: { fileSize: knowledge.uploadMaxBytes, files: 1, fields: 20, fieldSize: 64 * 1024, parts: 30 },
+  });
+
+  app.get(
+    '/knowledge/commands',
+    { config: READ, schema: { summary: 'Converter commands', tags, response: { 200: CommandsSchema, ...errors() } } },
+    () => ({ items: knowledge.commands.map(({ id, description }) => ({ id, description })) }),
+  );
+
+  app.get(
+    '/knowledge/converter/status',
+    {
+      config: READ,
+      schema: { summary: 'Whether the converter binary resolves', tags, response: { 200: ConverterStatusSchema, ...errors() } },
+    },
+    () => knowledge.converterStatus(),
+  );
+
+  app.get(
+    '/knowledge/documents',
+    {
+      config: READ,
+      schema: {
+        summary: 'List documents, newest first',
+        tags,
+        querystring: ListQuerySchema,
+        response: { 200: Type.Object({ items: Type.Array(DocumentSchema) }), ...errors() },
+      },
+    },
+    async (request) => ({ items: await knowledge.documents.list(request.query) }),
+  );
+
+  app.get(
+    '/knowledge/documents/:id',
+    {
+      config: READ,
+      schema: { summary: 'One document', tags, params: IdParamsSchema, response: { 200: DocumentSchema, ...errors(404) } },
+    },
+    (request) => knowledge.documents.get(request.params.id),
+  );
+
+  app.get(
+    '/knowledge/documents/:id/chunks',
+    {
+      config: READ,
+      schema: {
+        summary: 'Chunks of a document in chunkIndex order',
+        tags,
+        params: IdParamsSchema,
+        response: { 200: Type.Object({ items: Type.Array(ChunkSchema) }), ...errors(404) },
+      },
+    },
+    async (request) => ({ items: await knowledge.documents.chunks(request.params.id) }),
+  );
+
+  app.post(
+    '/knowledge/documents/upload',
+    {
+      config: WRITE,
+      schema: {
+        summary: 'Upload one file (multipart: `file`, optional `projectId`, `source`)',
+        description:
+          'Streams the file to disk. 201 with the new document; 200 with the existing one when the same bytes were uploaded to the same project before.',
+        tags,
+        consumes: ['multipart/form-data'],
+        response: { 200: DocumentSchema, 201: DocumentSchema, ...errors(413, 415, 503) },
+      },
+    },
+    async (request, reply) => {
+      const upload = await readUpload(request, knowledge.storage, knowledge.uploadMaxBytes);
+      const { document, created } = await knowledge.documents.create(upload);
+      return reply.status(created ? 201 : 200).send(document);
+    },
+  );
+
+  app.post(
+    '/knowledge/documents/:id/index',
+    {
+      config: WRITE,
+      schema: {
+        summary: 'Convert, chunk, embed and index a document',
+        description: 'Runs on the indexing queue and answers when done (201), or at once with `async: true` (202).',
+        tags,
+        params: IdParamsSchema,
+        body: Type.Union([IndexBodySchema, Type.Null()]),
+        response: {
+          201: IndexResultSchema,
+          202: Type.Object({ document: DocumentSchema }),
+          ...errors(404, 409, 422, 502, 503, 504),
+        },
+      },
+    },
+    async (request, reply) => {
+      const outcome = await knowledge.indexing.index(request.params.id, request.body ?? {});
+      return outcome.done ? reply.status(201).send(outcome.result) : reply.status(202).send({ document: outcome.document });
+    },
+  );
+
+  app.delete(
+    '/knowledge/documents/:id',
+    {
+      config: WRITE,
+      schema: {
+        summary: 'Delete a document with its chunks, vectors and files',
+        tags,
+        params: IdParamsSchema,
+        response: { 200: Type.Object({ ok: Type.Boolean() }), ...errors(404, 503) },
+      },
+    },
+    async (request) => {
+      await knowledge.documents.delete(request.params.id);
+      return { ok: true };
+    },
+  );
+
+  app.post(
+    '/knowledge/retrieve',
+    {
+      config: READ,
+      schema: {
+        summary: 'Search indexed chunks (hybrid by default)',
+        description:
+          'Scores: `semantic` = cosine similarity in [-1, 1]; `keyword` = calibrated BM25 s/(s+16) in [0, 1); `hybrid` (default) = 0.9 × calibrated BM25 + 0.1 × cosine for keyword matches and 0.1 × cosine for passages found by meaning only. Items are ordered by score; `minScore` (default 0) filters before `topK`.',
+        tags,
+        body: RetrieveBodySchema,
+        response: { 200: RetrieveResultSchema, ...errors() },
+      },
+    },
+    (request) => knowledge.retrieval.retrieve(request.body),
+  );
+};

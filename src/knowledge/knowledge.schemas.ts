@@ -1,0 +1,148 @@
+/** Schemas of the knowledge routes: validation, TypeScript types and OpenAPI in one place. */
+import { Type, type Static } from 'typebox';
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+
+export const DocumentStatusSchema = Type.Enum(['uploaded', 'indexing', 'indexed', 'failed']);
+
+export const DocumentSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String({ description: 'The uploaded file name, sanitised.' }),
+  fileType: Type.String({
+    description: 'Detected from the content and the name, e.g. `html`, `pdf`.',
+  }),
+  mimeType: Type.String(),
+  source: Type.String(),
+  projectId: Nullable(Type.String()),
+  version: Type.Integer({ description: 'Starts at 1; grows by one at each successful index.' }),
+  status: DocumentStatusSchema,
+  checksum: Type.String({ description: 'sha256 of the file, hex.' }),
+  sizeBytes: Type.Integer(),
+  filePath: Type.String({ description: 'Stored source file, relative to the data directory.' }),
+  markdownPath: Nullable(
+    Type.String({ description: 'Converted markdown, relative to the data directory.' }),
+  ),
+  converterCommand: Nullable(Type.String()),
+  converterMeta: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+    description:
+      'What ran: command, converter version, pages, timings, chunking, embedding model, warnings.',
+  }),
+  errorMessage: Nullable(Type.String()),
+  embeddingModel: Nullable(Type.String()),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+});
+export type KnowledgeDocument = Static<typeof DocumentSchema>;
+
+export const ChunkSchema = Type.Object({
+  id: Type.String(),
+  documentId: Type.String(),
+  chunkIndex: Type.Integer(),
+  sectionPath: Type.String({ description: 'Heading trail joined with ` > `.' }),
+  page: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Page (slide) number; null for unpaged formats.',
+  }),
+  content: Type.String(),
+  tokenEstimate: Type.Integer(),
+  metadata: Type.Record(Type.String(), Type.Unknown()),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+export type KnowledgeChunk = Static<typeof ChunkSchema>;
+
+export const HitSchema = Type.Object({
+  id: Type.String(),
+  score: Type.Number({
+    description: 'See the retrieval description: higher is better; ordered and filtered by it.',
+  }),
+  model: Type.String({ description: 'Embedding model of the chunk.' }),
+  documentId: Type.String(),
+  documentName: Type.String(),
+  projectId: Nullable(Type.String()),
+  source: Type.String(),
+  chunkIndex: Type.Integer(),
+  sectionPath: Type.String(),
+  page: Type.Union([Type.Integer(), Type.Null()]),
+  content: Type.String(),
+  metadata: Type.Record(Type.String(), Type.Unknown()),
+});
+export type RetrievalHit = Static<typeof HitSchema>;
+
+export const ListQuerySchema = Type.Object(
+  {
+    projectId: Type.Optional(Type.String({ minLength: 1 })),
+    status: Type.Optional(DocumentStatusSchema),
+    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
+  },
+  { additionalProperties: false },
+);
+
+export const IdParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const MAX_CHARS = { minimum: 200, maximum: 8000, default: 1400 } as const;
+
+export const IndexBodySchema = Type.Object(
+  {
+    commandId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'Default: `auto`.' }),
+    ),
+    maxChars: Type.Optional(
+      Type.Integer({
+        minimum: MAX_CHARS.minimum,
+        maximum: MAX_CHARS.maximum,
+        description: 'Maximum characters per chunk (200..8000, default 1400).',
+      }),
+    ),
+    overlapChars: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 4000,
+        description: 'Characters shared by neighbours (0..maxChars/2, default 15 % of maxChars).',
+      }),
+    ),
+    async: Type.Optional(Type.Boolean({ description: 'Answer 202 at once; poll the document.' })),
+  },
+  { additionalProperties: false },
+);
+export type IndexBody = Static<typeof IndexBodySchema>;
+
+export const IndexResultSchema = Type.Object({
+  document: DocumentSchema,
+  chunkCount: Type.Integer(),
+  embeddingModel: Type.String(),
+});
+
+export const RetrieveBodySchema = Type.Object(
+  {
+    query: Type.String({ maxLength: 4000 }),
+    topK: Type.Integer({ minimum: 1, maximum: 100, default: 6 }),
+    minScore: Type.Optional(
+      Type.Number({
+        minimum: -1,
+        maximum: 1,
+        description: 'Drop hits scoring below it (before topK).',
+      }),
+    ),
+    projectId: Type.Optional(Type.String({ minLength: 1 })),
+    documentId: Type.Optional(Type.String({ minLength: 1 })),
+    mode: Type.Enum(['hybrid', 'semantic', 'keyword'], { default: 'hybrid' }),
+  },
+  { additionalProperties: false },
+);
+export type RetrieveBody = Static<typeof RetrieveBodySchema>;
+
+export const RetrieveResultSchema = Type.Object({
+  query: Type.String(),
+  topK: Type.Integer(),
+  mode: Type.String(),
+  items: Type.Array(HitSchema),
+});
+
+export const CommandsSchema = Type.Object({
+  items: Type.Array(Type.Object({ id: Type.String(), description: Type.String() })),
+});
+
+export const ConverterStatusSchema = Type.Object({
+  installed: Type.Boolean(),
+  path: Type.Union([Type.String(), Type.Null()]),
+});

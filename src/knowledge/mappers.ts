@@ -1,0 +1,64 @@
+/** Database rows → API resources (the spec's field names). */
+import type { ChunkRow, DocumentRow } from '../db/schema.js';
+import type { KnowledgeChunk, KnowledgeDocument, RetrievalHit } from './knowledge.schemas.js';
+import type { ChunkHit } from './search/chunk-store.js';
+
+function parseObject(text: string | null): Record<string, unknown> | null {
+  if (text === null) return null;
+  const value: unknown = JSON.parse(text);
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : null;
+}
+
+export function toDocument(row: DocumentRow): KnowledgeDocument {
+  return {
+    id: row.id,
+    name: row.name,
+    fileType: row.file_type,
+    mimeType: row.mime_type,
+    source: row.source,
+    projectId: row.project_id,
+    version: row.version,
+    status: row.status,
+    checksum: row.checksum,
+    sizeBytes: row.size_bytes,
+    filePath: row.file_path,
+    markdownPath: row.markdown_path,
+    converterCommand: row.converter_command,
+    converterMeta: parseObject(row.converter_meta),
+    errorMessage: row.error_message,
+    embeddingModel: row.embedding_model,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function toChunk(row: ChunkRow): KnowledgeChunk {
+  return {
+    id: row.id,
+    documentId: row.document_id,
+    chunkIndex: row.chunk_index,
+    sectionPath: row.section_path,
+    page: row.page,
+    content: row.content,
+    tokenEstimate: row.token_estimate,
+    metadata: parseObject(row.metadata) ?? {},
+    createdAt: row.created_at,
+  };
+}
+
+export function toHit(row: ChunkHit, score: number): RetrievalHit {
+  return {
+    id: row.id,
+    score,
+    model: row.embedding_model,
+    documentId: row.document_id,
+    documentName: row.document_name,
+    projectId: row.project_id,
+    source: row.source,
+    chunkIndex: row.chunk_index,
+    sectionPath: row.section_path,
+    page: row.page,
+    content: row.content,
+    metadata: parseObject(row.metadata) ?? {},
+  };
+}

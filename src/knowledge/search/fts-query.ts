@@ -1,0 +1,32 @@
+/**
+ * Builds an FTS5 MATCH expression from free text. Every term is quoted, so no user input can be
+ * read as FTS5 syntax (operators, column filters, unbalanced quotes): the query never throws.
+ */
+
+/** Common English function words: they match nearly every passage and only add noise to BM25. */
+export const STOP_WORDS = new Set(
+  `a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just me more most
+my myself no nor not now of off on once only or other our ours ourselves out over own same she should
+so some such than that the their theirs them themselves then there these they this those through to
+too under until up very was we were what when where which while who whom why will with would you
+your yours yourself yourselves`.split(/\s+/),
+);
+
+/** Lower-cased word tokens (Unicode letters and digits). */
+export function queryTerms(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/**
+ * OR of the distinct non-stop-word terms (all terms if every one is a stop word), each quoted.
+ * Returns null when the text has no word at all.
+ */
+export function buildFtsQuery(text: string, maxTerms = 64): string | null {
+  const terms = [...new Set(queryTerms(text))];
+  const content = terms.filter((t) => !STOP_WORDS.has(t));
+  const chosen = (content.length > 0 ? content : terms).slice(0, maxTerms);
+  if (chosen.length === 0) return null;
+  return chosen.map((t) => `"${t}"`).join(' OR ');
+}

@@ -1,0 +1,226 @@
+/**
+ * ChunkStore on SQLite: chunk rows, an FTS5 keyword index and sqlite-vec vector tables, written in
+ * one synchronous better-sqlite3 transaction (nothing can interleave with it). SQLite-only SQL
+ * lives here and in the SQLite dialect module.
+ */
+import { createHash } from 'node:crypto';
+import type BetterSqlite3 from 'better-sqlite3';
+import type { ChunkRow } from '../../db/schema.js';
+import type { Candidate, ChunkHit, ChunkStore, IndexCommit, SearchFilter } from './chunk-store.js';
+import { buildFtsQuery } from './fts-query.js';
+
+/** Documents whose chunks are searched: indexed ones, and indexed ones being re-indexed. */
+const SEARCHABLE = `d.status in ('indexed', 'indexing')`;
+
+/** BM25 column weights: chunk_id, document_id (unindexed), document_name, section_path, content. */
+const BM25 = 'bm25(knowledge_chunks_fts, 0, 0, 1.5, 2.0, 1.0)';
+
+function scopeSql(filter: SearchFilter, params: unknown[]): string {
+  let where = '';
+  if (filter.projectId !== undefined) {
+    where += ' and d.project_id = ?';
+    params.push(filter.projectId);
+  }
+  if (filter.documentId !== undefined) {
+    where += ' and c.document_id = ?';
+    params.push(filter.documentId);
+  }
+  return where;
+}
+
+export class SqliteChunkStore implements ChunkStore {
+  private readonly vectorTables = new Map<string, string>();
+
+  constructor(private readonly db: BetterSqlite3.Database) {}
+
+  /** The sqlite-vec table of a (model, dimensions), created on first use. */
+  private vectorTable(model: string, dimensions: number, create: boolean): string | null {
+    const key = `${model}\u0000${dimensions}`;
+    const cached = this.vectorTables.get(key);
+    if (cached !== undefined) return cached;
+    const row = this.db
+      .prepare('select table_name from knowledge_vector_tables where model = ? and dimensions = ?')
+      .get(model, dimensions) as { table_name: string } | undefined;
+    let table = row?.table_name ?? null;
+    if (table === null && create) {
+      table = `knowledge_vec_${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
+      this.db.exec(
+        `create virtual table if not exists ${table} using vec0(chunk_id text primary key, embedding float[${dimensions}] distance_metric=cosine, document_id text, project_key text)`,
+      );
+      this.db
+        .prepare(
+          'insert into knowledge_vector_tables (model, dimensions, table_name) values (?, ?, ?)',
+        )
+        .run(model, dimensions, table);
+    }
+    if (table !== null) this.vectorTables.set(key, table);
+    return table;
+  }
+
+  private allVectorTables(): string[] {
+    return (
+      this.db.prepare('select table_name from knowledge_vector_tables').all() as {
+        table_name: string;
+      }[]
+    ).map((r) => r.table_name);
+  }
+
+  private deleteIndexRows(documentId: string): void {
+    this.db.prepare('delete from knowledge_chunks_fts where document_id = ?').run(documentId);
+    for (const table of this.allVectorTables()) {
+      this.db.prepare(`delete from ${table} where document_id = ?`).run(documentId);
+    }
+    this.db.prepare('delete from knowledge_chunks where document_id = ?').run(documentId);
+  }
+
+  commitIndex(commit: IndexCommit): 'committed' | 'discarded' {
+    const run = this.db.transaction((): 'committed' | 'discarded' => {
+      const doc = this.db
+        .prepare(
+          'select name, project_key from knowledge_documents where id = ? and index_token = ?',
+        )
+        .get(commit.documentId, commit.indexToken) as
+        { name: string; project_key: string } | undefined;
+      if (doc === undefined) return 'discarded';
+      this.deleteIndexRows(commit.documentId);
+      const table = this.vectorTable(commit.model, commit.dimensions, true);
+      const now = new Date().toISOString();
+      const insertChunk = this.db.prepare(
+        `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content, token_estimate,
+           metadata, embedding_model, embedding_dimensions, content_hash, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      const insertFts = this.db.prepare(
+        'insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content) values (?, ?, ?, ?, ?)',
+      );
+      const insertVec = this.db.prepare(
+        `insert into ${table ?? ''} (chunk_id, embedding, document_id, project_key) values (?, ?, ?, ?)`,
+      );
+      for (const c of commit.chunks) {
+        insertChunk.run(
+          c.id,
+          commit.documentId,
+          c.chunkIndex,
+          c.sectionPath,
+          c.page,
+          c.content,
+          c.tokenEstimate,
+          JSON.stringify(c.metadata),
+          commit.model,
+          commit.dimensions,
+          c.contentHash,
+          now,
+        );
+        insertFts.run(c.id, commit.documentId, doc.name, c.sectionPath, c.content);
+        insertVec.run(c.id, c.vector, commit.documentId, doc.project_key);
+      }
+      this.db
+        .prepare(
+          `update knowledge_documents set status = 'indexed', version = version + 1, markdown_path = ?,
+             converter_command = ?, converter_meta = ?, error_message = null, embedding_model = ?,
+             index_token = null, updated_at = ? where id = ?`,
+        )
+        .run(
+          commit.document.markdown_path,
+          commit.document.converter_command,
+          commit.document.converter_meta,
+          commit.model,
+          now,
+          commit.documentId,
+        );
+      return 'committed';
+    });
+    return run.immediate();
+  }
+
+  deleteDocument(documentId: string): boolean {
+    return this.db
+      .transaction(() => {
+        this.deleteIndexRows(documentId);
+        return (
+          this.db.prepare('delete from knowledge_documents where id = ?').run(documentId).changes >
+          0
+        );
+      })
+      .immediate();
+  }
+
+  listChunks(documentId: string): ChunkRow[] {
+    return this.db
+      .prepare('select * from knowledge_chunks where document_id = ? order by chunk_index')
+      .all(documentId) as ChunkRow[];
+  }
+
+  keywordSearch(query: string, filter: SearchFilter, limit: number): Candidate[] {
+    const match = buildFtsQuery(query);
+    if (match === null) return [];
+    const params: unknown[] = [match];
+    const scope = scopeSql(filter, params);
+    params.push(limit);
+    return this.db
+      .prepare(
+        `select f.chunk_id as chunkId, -${BM25} as score
+         from knowledge_chunks_fts f
+         join knowledge_chunks c on c.id = f.chunk_id
+         join knowledge_documents d on d.id = c.document_id
+         where knowledge_chunks_fts match ? and ${SEARCHABLE}${scope}
+         order by ${BM25} limit ?`,
+      )
+      .all(...params) as Candidate[];
+  }
+
+  vectorSearch(
+    vector: Float32Array,
+    model: string,
+    filter: SearchFilter,
+    limit: number,
+  ): Candidate[] {
+    const table = this.vectorTable(model, vector.length, false);
+    if (table === null) return [];
+    const params: unknown[] = [vector, limit];
+    let knnScope = '';
+    if (filter.projectId !== undefined) {
+      knnScope += ' and project_key = ?';
+      params.push(filter.projectId);
+    }
+    if (filter.documentId !== undefined) {
+      knnScope += ' and document_id = ?';
+      params.push(filter.documentId);
+    }
+    // Scope filters run inside the KNN scan (sqlite-vec metadata columns), so they apply before
+    // ranking; the status check after it only drops chunks of failed re-indexes.
+    return this.db
+      .prepare(
+        `select v.chunk_id as chunkId, 1 - v.distance as score
+         from (select chunk_id, distance from ${table} where embedding match ? and k = ?${knnScope}) v
+         join knowledge_chunks c on c.id = v.chunk_id
+         join knowledge_documents d on d.id = c.document_id
+         where ${SEARCHABLE}
+         order by v.distance`,
+      )
+      .all(...params) as Candidate[];
+  }
+
+  similarities(vector: Float32Array, model: string, chunkIds: string[]): Map<string, number> {
+    const table = this.vectorTable(model, vector.length, false);
+    if (table === null || chunkIds.length === 0) return new Map();
+    const rows = this.db
+      .prepare(
+        `select chunk_id as chunkId, 1 - vec_distance_cosine(embedding, ?) as score
+         from ${table} where chunk_id in (select value from json_each(?))`,
+      )
+      .all(vector, JSON.stringify(chunkIds)) as Candidate[];
+    return new Map(rows.map((r) => [r.chunkId, r.score]));
+  }
+
+  hits(chunkIds: string[]): ChunkHit[] {
+    if (chunkIds.length === 0) return [];
+    return this.db
+      .prepare(
+        `select c.*, d.name as document_name, d.project_id as project_id, d.source as source
+         from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+         where c.id in (select value from json_each(?))`,
+      )
+      .all(JSON.stringify(chunkIds)) as ChunkHit[];
+  }
+}

@@ -1,0 +1,111 @@
+/** FileStorage on a local directory (which may be a shared volume). */
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { FileStorage, PendingFile, StoredFile } from './storage.js';
+
+const HEAD_BYTES = 4100;
+
+export class LocalStorage implements FileStorage {
+  private readonly tmpDir: string;
+
+  constructor(private readonly root: string) {
+    this.tmpDir = join(root, 'tmp');
+  }
+
+  /** Resolves a key inside the root; anything that would escape it is a programming error. */
+  localPath(key: string): string {
+    const path = resolve(this.root, key);
+    const rel = relative(this.root, path);
+    if (key === '' || rel === '' || rel.startsWith('..') || isAbsolute(rel)) {
+      throw new Error(`Storage key escapes the data directory: ${key}`);
+    }
+    return path;
+  }
+
+  async receive(input: Readable, maxBytes: number, tooLarge: () => Error): Promise<PendingFile> {
+    await mkdir(this.tmpDir, { recursive: true, mode: 0o700 });
+    const tempPath = join(this.tmpDir, `upload-${randomUUID()}`);
+    const hash = createHash('sha256');
+    let size = 0;
+    const head: Buffer[] = [];
+    let headSize = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        size += chunk.length;
+        if (size > maxBytes) {
+          done(tooLarge());
+          return;
+        }
+        hash.update(chunk);
+        if (headSize < HEAD_BYTES) {
+          head.push(chunk.subarray(0, HEAD_BYTES - headSize));
+          headSize += Math.min(chunk.length, HEAD_BYTES - headSize);
+        }
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(input, meter, createWriteStream(tempPath, { mode: 0o600 }));
+    } catch (error) {
+      await rm(tempPath, { force: true });
+      throw error;
+    }
+    let settled = false;
+    const checksum = hash.digest('hex');
+    return {
+      size,
+      checksum,
+      head: Buffer.concat(head),
+      tempPath,
+      commit: async (key: string): Promise<StoredFile> => {
+        const target = this.localPath(key);
+        await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+        await rename(tempPath, target);
+        settled = true;
+        return { key, size, checksum };
+      },
+      discard: async () => {
+        if (!settled) await rm(tempPath, { force: true });
+        settled = true;
+      },
+    };
+  }
+
+  async writeFile(key: string, data: string | Uint8Array): Promise<void> {
+    const target = this.localPath(key);
+    await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+    const temp = `${target}.${randomUUID()}.tmp`;
+    try {
+      await writeFile(temp, data, { mode: 0o600 });
+      await rename(temp, target);
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
+  }
+
+  readText(key: string): Promise<string> {
+    return readFile(this.localPath(key), 'utf8');
+  }
+
+  async remove(key: string): Promise<void> {
+    await rm(this.localPath(key), { force: true });
+  }
+
+  async removePrefix(prefix: string): Promise<void> {
+    await rm(this.localPath(prefix), { recursive: true, force: true });
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    try {
+      return await readdir(this.localPath(prefix));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,185 @@
+/** Helpers for knowledge HTTP tests: multipart bodies built by hand, upload/index shortcuts. */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { bearer, createTestApp, type TestApp } from '../helpers.js';
+
+export type Part =
+  | { name: string; value: string }
+  | { name: string; filename: string; content: string | Buffer; contentType?: string };
+
+/** A multipart/form-data body with the parts in the given order. */
+export function multipart(parts: Part[]): { payload: Buffer; headers: Record<string, string> } {
+  const boundary = `----aps${randomBytes(8).toString('hex')}`;
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    let head = `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"`;
+    if ('filename' in part) {
+      head += `; filename="${part.filename}"\r\nContent-Type: ${part.contentType ?? 'application/octet-stream'}`;
+    }
+    chunks.push(Buffer.from(`${head}\r\n\r\n`));
+    chunks.push(
+      Buffer.isBuffer((part as { content?: unknown }).content)
+        ? (part as { content: Buffer }).content
+        : Buffer.from('filename' in part ? part.content : part.value),
+    );
+    chunks.push(Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return {
+    payload: Buffer.concat(chunks),
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+  };
+}
+
+export interface DocumentBody {
+  id: string;
+  name: string;
+  fileType: string;
+  status: string;
+  version: number;
+  checksum: string;
+  filePath: string;
+  markdownPath: string | null;
+  projectId: string | null;
+  source: string;
+  errorMessage: string | null;
+  converterCommand: string | null;
+  converterMeta: Record<string, unknown> | null;
+}
+
+export class KnowledgeClient {
+  constructor(readonly t: TestApp) {}
+
+  url(path: string): string {
+    return `${this.t.prefix}/knowledge${path}`;
+  }
+
+  async upload(filename: string, content: string | Buffer, fields: Record<string, string> = {}) {
+    const body = multipart([
+      { name: 'file', filename, content },
+      ...Object.entries(fields).map(([name, value]) => ({ name, value })),
+    ]);
+    return this.t.app.inject({
+      method: 'POST',
+      url: this.url('/documents/upload'),
+      headers: { ...bearer(this.t.key), ...body.headers },
+      payload: body.payload,
+    });
+  }
+
+  async uploadOk(
+    filename: string,
+    content: string | Buffer,
+    fields: Record<string, string> = {},
+  ): Promise<DocumentBody> {
+    const res = await this.upload(filename, content, fields);
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json<DocumentBody>();
+  }
+
+  index(id: string, body: Record<string, unknown> = {}) {
+    return this.t.app.inject({
+      method: 'POST',
+      url: this.url(`/documents/${id}/index`),
+      headers: bearer(this.t.key),
+      payload: body,
+    });
+  }
+
+  async indexOk(id: string, body: Record<string, unknown> = {}) {
+    const res = await this.index(id, body);
+    expect(res.statusCode, res.body).toBe(201);
+    return res.json<{ document: DocumentBody; chunkCount: number; embeddingModel: string }>();
+  }
+
+  get(path: string) {
+    return this.t.app.inject({ method: 'GET', url: this.url(path), headers: bearer(this.t.key) });
+  }
+
+  delete(id: string) {
+    return this.t.app.inject({
+      method: 'DELETE',
+      url: this.url(`/documents/${id}`),
+      headers: bearer(this.t.key),
+    });
+  }
+
+  async retrieve(body: Record<string, unknown>) {
+    const res = await this.t.app.inject({
+      method: 'POST',
+      url: this.url('/retrieve'),
+      headers: bearer(this.t.key),
+      payload: body,
+    });
+    return res;
+  }
+
+  async hits(body: Record<string, unknown>) {
+    const res = await this.retrieve(body);
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json<{
+      items: {
+        id: string;
+        documentId: string;
+        documentName: string;
+        sectionPath: string;
+        page: number | null;
+        content: string;
+        score: number;
+        source: string;
+        model: string;
+        projectId: string | null;
+      }[];
+    }>().items;
+  }
+
+  async waitFor(id: string, statuses: string[], timeoutMs = 20_000): Promise<DocumentBody> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const doc = (await this.get(`/documents/${id}`)).json<DocumentBody>();
+      if (statuses.includes(doc.status)) return doc;
+      if (Date.now() > deadline) throw new Error(`document ${id} stuck in ${doc.status}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** A converter command file with scripts the tests control (hang, crash, slow). */
+export function fakeConverters(dir: string): string {
+  const script = (name: string, body: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, `#!/usr/bin/env node\n${body}\n`);
+    chmodSync(path, 0o755);
+    return path;
+  };
+  const hang = script('hang.mjs', 'setInterval(() => {}, 1000);');
+  const crash = script(
+    'crash.mjs',
+    "process.stderr.write('segfault in parser\\n'); process.kill(process.pid, 'SIGSEGV');",
+  );
+  const slow = script(
+    'slow.mjs',
+    `import { writeFileSync, mkdirSync } from 'node:fs';
+const out = process.argv[3];
+setTimeout(() => { mkdirSync(out, { recursive: true }); writeFileSync(out + '/document.md', '# Slow\\n\\nSlowly converted text about turtles.'); }, 700);`,
+  );
+  const file = join(dir, 'commands.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      commands: [
+        { id: 'hang', description: 'hangs forever', argv: [hang, '{input}', '{outputDir}'] },
+        { id: 'crash', description: 'crashes', argv: [crash, '{input}', '{outputDir}'] },
+        { id: 'slow', description: 'takes 0.7 s', argv: [slow, '{input}', '{outputDir}'] },
+      ],
+    }),
+  );
+  return file;
+}
+
+export async function knowledgeApp(env: Record<string, string> = {}, dir?: string) {
+  const t = await createTestApp({ env, ...(dir === undefined ? {} : { dir }) });
+  return { t, k: new KnowledgeClient(t) };
+}

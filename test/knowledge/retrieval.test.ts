@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../src/db/migrations/index.js';
+import { bearer, createTestApp, type TestApp } from '../helpers.js';
+import { KnowledgeClient, knowledgeApp } from './helpers.js';
+
+let t: TestApp;
+let k: KnowledgeClient;
+const ids: Record<string, string> = {};
+
+const DOCS: Record<string, { project: string; text: string }> = {
+  'astronomy.md': {
+    project: 'science',
+    text: `# Astronomy
+
+## Planets
+
+Jupiter is the largest planet of the solar system; its Great Red Spot is a storm larger than Earth.
+
+## Stars
+
+A supernova is the explosion of a massive star at the end of its life, briefly outshining its galaxy.`,
+  },
+  'cooking.md': {
+    project: 'kitchen',
+    text: `# Cooking
+
+## Bread
+
+Knead the dough for ten minutes, then let it rise in a warm place until it doubles in size.
+
+## Pasta
+
+Boil the spaghetti in salted water and drain it one minute before the packet says.`,
+  },
+  'finance.txt': {
+    project: 'science',
+    text: 'Quarterly revenue grew by twelve percent while operating costs stayed flat, lifting the profit margin.',
+  },
+};
+
+beforeAll(async () => {
+  ({ t, k } = await knowledgeApp());
+  for (const [name, { project, text }] of Object.entries(DOCS)) {
+    const doc = await k.uploadOk(name, text, { projectId: project });
+    await k.indexOk(doc.id, { maxChars: 300, overlapChars: 30 });
+    ids[name] = doc.id;
+  }
+  // An uploaded, never indexed document must not be searched.
+  await k.uploadOk('pending.md', '# Pending\n\nJupiter storms are not indexed yet.', {
+    projectId: 'science',
+  });
+});
+let closed = false;
+afterAll(async () => {
+  if (!closed) await t.close();
+});
+
+describe('retrieve', () => {
+  it('finds the right passage with its document, section and score (hybrid by default)', async () => {
+    const res = await k.retrieve({ query: 'largest planet storm', topK: 3 });
+    const body = res.json<{
+      query: string;
+      topK: number;
+      mode: string;
+      items: {
+        documentId: string;
+        sectionPath: string;
+        documentName: string;
+        score: number;
+        content: string;
+        model: string;
+        source: string;
+        projectId: string;
+        chunkIndex: number;
+        metadata: object;
+        page: number | null;
+      }[];
+    }>();
+    expect(body).toMatchObject({ query: 'largest planet storm', topK: 3, mode: 'hybrid' });
+    const [top] = body.items;
+    expect(top).toMatchObject({
+      documentId: ids['astronomy.md'],
+      documentName: 'astronomy.md',
+      sectionPath: 'Astronomy > Planets',
+      projectId: 'science',
+      source: 'upload',
+      page: null,
+      model: t.ctx.knowledge.embedder.model,
+      chunkIndex: expect.any(Number),
+      metadata: expect.any(Object),
+    });
+    expect(top!.content).toContain('Great Red Spot');
+    const scores = body.items.map((i) => i.score);
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+    expect(body.items.some((i) => i.content.includes('not indexed yet'))).toBe(false);
+  });
+
+  it('keyword mode ranks by BM25 with stemming; semantic mode by cosine similarity', async () => {
+    const kw = await k.hits({ query: 'kneading doughs', mode: 'keyword', topK: 2 });
+    expect(kw[0]?.sectionPath).toBe('Cooking > Bread');
+    expect(kw[0]!.score).toBeGreaterThan(0);
+    expect(kw[0]!.score).toBeLessThan(1);
+    const sem = await k.hits({ query: 'a star exploding', mode: 'semantic', topK: 6 });
+    expect(sem.length).toBeGreaterThan(0);
+    for (const hit of sem) {
+      expect(hit.score).toBeGreaterThanOrEqual(-1);
+      expect(hit.score).toBeLessThanOrEqual(1);
+    }
+    expect(sem.slice(0, 2).map((h) => h.sectionPath)).toContain('Astronomy > Stars');
+  });
+
+  it('hybrid finds a passage whose words the query does not share', async () => {
+    const hits = await k.hits({ query: 'earnings and profits increased', topK: 3 });
+    expect(hits.map((h) => h.documentId)).toContain(ids['finance.txt']);
+  });
+
+  it('scope filters apply before ranking; minScore before topK', async () => {
+    const kitchen = await k.hits({ query: 'planet', projectId: 'kitchen', topK: 5 });
+    expect(kitchen.every((h) => h.projectId === 'kitchen')).toBe(true);
+    const oneDoc = await k.hits({
+      query: 'storm explosion dough revenue',
+      documentId: ids['cooking.md'],
+      topK: 10,
+    });
+    expect(oneDoc.length).toBeGreaterThan(0);
+    expect(oneDoc.every((h) => h.documentId === ids['cooking.md'])).toBe(true);
+    const all = await k.hits({ query: 'jupiter', topK: 10, minScore: 0 });
+    const strict = await k.hits({ query: 'jupiter', topK: 10, minScore: all[0]!.score });
+    expect(strict.length).toBeGreaterThanOrEqual(1);
+    expect(strict.every((h) => h.score >= all[0]!.score)).toBe(true);
+    expect((await k.hits({ query: 'jupiter', topK: 1 })).length).toBe(1);
+  });
+
+  it('validates: blank query → 400 KNOWLEDGE_QUERY_REQUIRED; topK and mode bounds → 400', async () => {
+    expect((await k.retrieve({ query: '   ' })).json()).toMatchObject({
+      statusCode: 400,
+      code: 'KNOWLEDGE_QUERY_REQUIRED',
+    });
+    expect((await k.retrieve({})).json()).toMatchObject({
+      statusCode: 400,
+      code: 'VALIDATION_ERROR',
+      message: 'body.query is required',
+    });
+    expect((await k.retrieve({ query: 'x', topK: 0 })).statusCode).toBe(400);
+    expect((await k.retrieve({ query: 'x', topK: 101 })).statusCode).toBe(400);
+    expect((await k.retrieve({ query: 'x', mode: 'magic' })).statusCode).toBe(400);
+  });
+
+  it('never throws on FTS5 syntax in the query', async () => {
+    for (const query of [
+      '"unbalanced',
+      'NEAR(a b',
+      'col:val',
+      'a AND OR NOT b',
+      '*',
+      '-',
+      '()',
+      "'; drop table x; --",
+      '🙂🙂',
+    ]) {
+      const res = await k.retrieve({ query });
+      expect(res.statusCode, query).toBe(200);
+    }
+  });
+});
+
+describe('retrieve in read-only mode', () => {
+  it('keeps working while uploads are refused', async () => {
+    await t.close(true);
+    closed = true;
+    const broken = { name: '9999_broken', up: () => Promise.reject(new Error('boom')) };
+    const ro = await createTestApp({ dir: t.dir, migrations: [...MIGRATIONS, broken] });
+    try {
+      const key = (await ro.ctx.apiKeys.list())[0]!;
+      expect(key).toBeDefined();
+      const client = new KnowledgeClient({ ...ro, key: t.key });
+      expect((await client.hits({ query: 'supernova' }))[0]?.sectionPath).toBe('Astronomy > Stars');
+      const upload = await client.upload('x.txt', 'x');
+      expect(upload.json()).toMatchObject({ statusCode: 503, code: 'READ_ONLY_MODE' });
+      const del = await ro.app.inject({
+        method: 'DELETE',
+        url: client.url(`/documents/${ids['cooking.md']!}`),
+        headers: bearer(t.key),
+      });
+      expect(del.json()).toMatchObject({ statusCode: 503, code: 'READ_ONLY_MODE' });
+    } finally {
+      await ro.close();
+    }
+  });
+});
