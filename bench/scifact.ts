@@ -17,10 +17,16 @@ import { startServer } from '../src/server.js';
 
 const { values } = parseArgs({
   options: {
-    dataset: { type: 'string', default: resolve(import.meta.dirname, '../../shared/datasets/scifact') },
+    dataset: {
+      type: 'string',
+      default: resolve(import.meta.dirname, '../../shared/datasets/scifact'),
+    },
     limit: { type: 'string' },
     modes: { type: 'string', default: 'keyword,semantic,hybrid' },
-    cache: { type: 'string', default: resolve(import.meta.dirname, '../node_modules/.cache/aps-test-embeddings') },
+    cache: {
+      type: 'string',
+      default: resolve(import.meta.dirname, '../node_modules/.cache/aps-test-embeddings'),
+    },
   },
 });
 
@@ -38,7 +44,9 @@ const readJsonl = (file: string): Row[] =>
 const corpus = readJsonl(join(values.dataset, 'corpus.jsonl'));
 let queries = readJsonl(join(values.dataset, 'queries-train.jsonl'));
 const qrels = new Map<string, Set<string>>();
-for (const line of readFileSync(join(values.dataset, 'qrels-train.tsv'), 'utf8').split('\n').slice(1)) {
+for (const line of readFileSync(join(values.dataset, 'qrels-train.tsv'), 'utf8')
+  .split('\n')
+  .slice(1)) {
   const [q, d, score] = line.split('\t');
   if (q === undefined || d === undefined || Number(score) <= 0) continue;
   if (!qrels.has(q)) qrels.set(q, new Set());
@@ -61,11 +69,19 @@ function metrics(ranked: string[], relevant: Set<string>) {
   return { ndcg: dcg / idcg, recall: hits / relevant.size, mrr: first < 0 ? 0 : 1 / (first + 1) };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
 
 const dir = mkdtempSync(join(tmpdir(), 'aps-scifact-'));
 const config = loadConfig(
-  { DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'warn', NODE_ENV: 'test', EMBEDDING_CACHE_DIR: values.cache, UPLOAD_MAX_BYTES: String(1 << 30) },
+  {
+    DATA_DIR: dir,
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'test',
+    EMBEDDING_CACHE_DIR: values.cache,
+    UPLOAD_MAX_BYTES: String(1 << 30),
+  },
   dir,
 );
 const lines: string[] = [];
@@ -79,15 +95,23 @@ try {
   const form = new FormData();
   form.append('file', new Blob([markdown], { type: 'text/markdown' }), 'scifact.md');
   let t = performance.now();
-  const uploaded = (await (await fetch(`${api}/documents/upload`, { method: 'POST', headers, body: form })).json()) as { id: string };
+  const uploaded = (await (
+    await fetch(`${api}/documents/upload`, { method: 'POST', headers, body: form })
+  ).json()) as { id: string };
   const index = await fetch(`${api}/documents/${uploaded.id}/index`, {
     method: 'POST',
     headers: { ...headers, 'content-type': 'application/json' },
     body: JSON.stringify({ maxChars: 8000, overlapChars: 400 }),
   });
-  const indexed = (await index.json()) as { chunkCount: number; embeddingModel: string; document: { converterMeta: { timings: Record<string, number> } } };
+  const indexed = (await index.json()) as {
+    chunkCount: number;
+    embeddingModel: string;
+    document: { converterMeta: { timings: Record<string, number> } };
+  };
   const ingestMs = performance.now() - t;
-  console.log(`indexed ${corpus.length} abstracts → ${indexed.chunkCount} chunks in ${(ingestMs / 1000).toFixed(1)} s (${indexed.embeddingModel}); stages ms: ${JSON.stringify(indexed.document.converterMeta.timings)}`);
+  console.log(
+    `indexed ${corpus.length} abstracts → ${indexed.chunkCount} chunks in ${(ingestMs / 1000).toFixed(1)} s (${indexed.embeddingModel}); stages ms: ${JSON.stringify(indexed.document.converterMeta.timings)}`,
+  );
 
   console.log(`\n${queries.length} SciFact train queries\n`);
   console.log('| mode | nDCG@10 | Recall@10 | MRR@10 | p50 ms | p95 ms |');

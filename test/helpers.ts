@@ -16,11 +16,18 @@ export function tempDir(): string {
 
 /** Building the static embedding cache takes seconds: every test shares one. */
 export const TEST_EMBEDDING_CACHE =
-  process.env.APS_TEST_EMBEDDING_CACHE ?? resolve(import.meta.dirname, '../node_modules/.cache/aps-test-embeddings');
+  process.env.APS_TEST_EMBEDDING_CACHE ??
+  resolve(import.meta.dirname, '../node_modules/.cache/aps-test-embeddings');
 
 export function testConfig(dir: string, env: Record<string, string> = {}): Config {
   return loadConfig(
-    { DATA_DIR: dir, NODE_ENV: 'test', LOG_LEVEL: 'info', EMBEDDING_CACHE_DIR: TEST_EMBEDDING_CACHE, ...env },
+    {
+      DATA_DIR: dir,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'info',
+      EMBEDDING_CACHE_DIR: TEST_EMBEDDING_CACHE,
+      ...env,
+    },
     dir,
   );
 }

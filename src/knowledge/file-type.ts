@@ -66,7 +66,9 @@ export async function detectFileType(
  */
 export function sanitizeFileName(raw: string | undefined): string {
   const last = (raw ?? '').split(/[\\/]/).pop() ?? '';
-  const printable = Array.from(last).filter((ch) => ch >= ' ' && ch !== '\u007f').join('');
+  const printable = Array.from(last)
+    .filter((ch) => ch >= ' ' && ch !== '\u007f')
+    .join('');
   const clean = printable.replace(/^\.+/, '').trim();
   return (clean === '' ? 'document' : clean).slice(0, 200);
 }

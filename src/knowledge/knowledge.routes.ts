@@ -23,14 +23,30 @@ const WRITE = { access: 'L0', mutates: true } as const;
 const tags = ['knowledge'];
 const errors = (...extra: number[]) => errorResponses(...AUTHENTICATED_ERRORS, ...extra);
 
-export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModule }> = async (app, { knowledge }) => {
+export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModule }> = async (
+  app,
+  { knowledge },
+) => {
   await app.register(multipart, {
-    limits: { fileSize: knowledge.uploadMaxBytes, files: 1, fields: 20, fieldSize: 64 * 1024, parts: 30 },
+    limits: {
+      fileSize: knowledge.uploadMaxBytes,
+      files: 1,
+      fields: 20,
+      fieldSize: 64 * 1024,
+      parts: 30,
+    },
   });
 
   app.get(
     '/knowledge/commands',
-    { config: READ, schema: { summary: 'Converter commands', tags, response: { 200: CommandsSchema, ...errors() } } },
+    {
+      config: READ,
+      schema: {
+        summary: 'Converter commands',
+        tags,
+        response: { 200: CommandsSchema, ...errors() },
+      },
+    },
     () => ({ items: knowledge.commands.map(({ id, description }) => ({ id, description })) }),
   );
 
@@ -38,7 +54,11 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
     '/knowledge/converter/status',
     {
       config: READ,
-      schema: { summary: 'Whether the converter binary resolves', tags, response: { 200: ConverterStatusSchema, ...errors() } },
+      schema: {
+        summary: 'Whether the converter binary resolves',
+        tags,
+        response: { 200: ConverterStatusSchema, ...errors() },
+      },
     },
     () => knowledge.converterStatus(),
   );
@@ -61,7 +81,12 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
     '/knowledge/documents/:id',
     {
       config: READ,
-      schema: { summary: 'One document', tags, params: IdParamsSchema, response: { 200: DocumentSchema, ...errors(404) } },
+      schema: {
+        summary: 'One document',
+        tags,
+        params: IdParamsSchema,
+        response: { 200: DocumentSchema, ...errors(404) },
+      },
     },
     (request) => knowledge.documents.get(request.params.id),
   );
@@ -106,7 +131,8 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
       config: WRITE,
       schema: {
         summary: 'Convert, chunk, embed and index a document',
-        description: 'Runs on the indexing queue and answers when done (201), or at once with `async: true` (202).',
+        description:
+          'Runs on the indexing queue and answers when done (201), or at once with `async: true` (202).',
         tags,
         params: IdParamsSchema,
         body: Type.Union([IndexBodySchema, Type.Null()]),
@@ -119,7 +145,9 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
     },
     async (request, reply) => {
       const outcome = await knowledge.indexing.index(request.params.id, request.body ?? {});
-      return outcome.done ? reply.status(201).send(outcome.result) : reply.status(202).send({ document: outcome.document });
+      return outcome.done
+        ? reply.status(201).send(outcome.result)
+        : reply.status(202).send({ document: outcome.document });
     },
   );
 

@@ -42,12 +42,10 @@ export class RetrievalService {
     let ranked: Candidate[];
     switch (body.mode) {
       case 'keyword':
-        ranked = this.store
-          .keywordSearch(query, filter, limit)
-          .map((c) => ({
-            chunkId: c.chunkId,
-            score: calibrateBm25(c.score, DEFAULT_FUSION.bm25Half),
-          }));
+        ranked = this.store.keywordSearch(query, filter, limit).map((c) => ({
+          chunkId: c.chunkId,
+          score: calibrateBm25(c.score, DEFAULT_FUSION.bm25Half),
+        }));
         break;
       case 'semantic':
         ranked = this.store.vectorSearch(

@@ -9,18 +9,30 @@ import type { FileStorage, PendingFile } from './storage/storage.js';
 
 const FIELD_LIMITS: Record<string, number> = { projectId: 200, source: 100 };
 
-export async function readUpload(request: FastifyRequest, storage: FileStorage, maxBytes: number): Promise<UploadInput> {
+export async function readUpload(
+  request: FastifyRequest,
+  storage: FileStorage,
+  maxBytes: number,
+): Promise<UploadInput> {
   if (!request.isMultipart()) {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Upload a file as multipart/form-data (a file part plus optional projectId and source).');
+    throw new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      'Upload a file as multipart/form-data (a file part plus optional projectId and source).',
+    );
   }
-  const tooLarge = () => new AppError('PAYLOAD_TOO_LARGE', `The file is larger than the upload limit of ${maxBytes} bytes.`);
+  const tooLarge = () =>
+    new AppError(
+      'PAYLOAD_TOO_LARGE',
+      `The file is larger than the upload limit of ${maxBytes} bytes.`,
+    );
   let file: PendingFile | undefined;
   let fileName: string | undefined;
   const fields: Record<string, string> = {};
   try {
     for await (const part of request.parts()) {
       if (part.type === 'file') {
-        if (file !== undefined) throw new AppError('VALIDATION_ERROR', 'Upload exactly one file per request.');
+        if (file !== undefined)
+          throw new AppError('VALIDATION_ERROR', 'Upload exactly one file per request.');
         file = await storage.receive(part.file, maxBytes, tooLarge);
         if (part.file.truncated) throw tooLarge();
         fileName = part.filename;
@@ -28,7 +40,10 @@ export async function readUpload(request: FastifyRequest, storage: FileStorage, 
         const value = typeof part.value === 'string' ? part.value.trim() : '';
         const max = FIELD_LIMITS[part.fieldname] ?? 0;
         if (value === '' || value.length > max) {
-          throw new AppError('VALIDATION_ERROR', `${part.fieldname} must be 1 to ${max} characters.`);
+          throw new AppError(
+            'VALIDATION_ERROR',
+            `${part.fieldname} must be 1 to ${max} characters.`,
+          );
         }
         fields[part.fieldname] = value;
       }

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Config } from '../../src/config.js';
 import type { ConverterCommand } from '../../src/converter/commands.js';
+import { AppError } from '../../src/errors.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const CLI = join(ROOT, 'dist', 'converter', 'cli.js');
@@ -137,3 +138,32 @@ export const SAMPLES = {
     0, 0, 0, 0x61, 0x2e, 0x74, 0x78, 0x74,
   ]),
 };
+
+/** A fresh input file and (not yet existing) output dir for a runner test. */
+export function runnerSetup(name = 'input.txt', content = 'hello') {
+  const dir = tempDir();
+  const input = join(dir, name);
+  writeFileSync(input, content);
+  return { dir, input, out: join(dir, 'out') };
+}
+
+/** The AppError a promise rejects with (anything else fails the test). */
+export async function rejection(promise: Promise<unknown>): Promise<AppError> {
+  const error = await promise.then(
+    () => new Error('expected a rejection'),
+    (e: unknown) => e,
+  );
+  if (!(error instanceof AppError)) throw error;
+  return error;
+}
+
+/** Start of a fake converter script: `input` and `out` from argv, writeFileSync imported. */
+export const WRITE_MD = `import { writeFileSync } from 'node:fs';
+const [input, out] = process.argv.slice(2);`;
+
+/** Spawns a grandchild that sleeps forever and records both pids in outputDir/pids.json. */
+export const SPAWN_GRANDCHILD = `import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+const out = process.argv[3];
+const grandchild = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+writeFileSync(out + '/pids.json', JSON.stringify([process.pid, grandchild.pid]));`;

@@ -32,7 +32,12 @@ describe('GET /health', () => {
         failedJobs: 0,
         byType: { agentRun: lane, toolExecute: lane, knowledgeIndex: lane },
       },
-      migration: { status: 'ok', pendingCount: 0, appliedCount: MIGRATIONS.length, errorMessage: null },
+      migration: {
+        status: 'ok',
+        pendingCount: 0,
+        appliedCount: MIGRATIONS.length,
+        errorMessage: null,
+      },
     });
     expect((await t.app.inject({ method: 'GET', url: `${t.prefix}/health` })).statusCode).toBe(404);
   });

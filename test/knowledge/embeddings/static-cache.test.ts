@@ -1,5 +1,6 @@
 import {
   closeSync,
+  existsSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -7,7 +8,10 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
+import { promisify } from 'node:util';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -120,6 +124,35 @@ describe('binary cache (synthetic source)', () => {
     expect(readdirSync(sub)).toEqual(['model.bin']);
     expect(loadStaticCache(out).words.length).toBe(50); // 90 source words, 40 punctuation
   });
+
+  // Separate processes need compiled code: dist exists under `npm test` (pretest builds it).
+  const distCache = fileURLToPath(
+    new URL('../../../dist/knowledge/embeddings/static/cache.js', import.meta.url),
+  );
+  it.skipIf(!existsSync(distCache))(
+    'survives two processes building at once',
+    async () => {
+      const big = join(dir, 'big.json');
+      writeSyntheticSource(
+        big,
+        100,
+        Array.from({ length: 20_000 }, (_, i) => `big${i}x`),
+      );
+      const out = join(dir, 'procs', 'model.bin');
+      const script = `import { buildStaticCache } from ${JSON.stringify(pathToFileURL(distCache).href)};
+      console.log(JSON.stringify(await buildStaticCache(process.argv[1], process.argv[2])));`;
+      const build = async (): Promise<{ written: boolean }> => {
+        const args = ['--input-type=module', '-e', script, big, out];
+        const { stdout } = await promisify(execFile)(process.execPath, args);
+        return JSON.parse(stdout) as { written: boolean };
+      };
+      const results = await Promise.all([build(), build()]);
+      expect(results.some((r) => r.written)).toBe(true);
+      expect(readdirSync(join(dir, 'procs'))).toEqual(['model.bin']);
+      expect(loadStaticCache(out).words.length).toBe(20_000);
+    },
+    60_000,
+  );
 
   it('names the cache by format version and parameters, and rebuilds a corrupt one', async () => {
     const file = await cacheFileFor(join(dir, 'c'), source);
