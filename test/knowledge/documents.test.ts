@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, type TestApp } from '../helpers.js';
@@ -118,6 +119,27 @@ describe('upload', () => {
     expect((await k.get('/documents')).json<{ items: unknown[] }>().items).toHaveLength(
       before.list,
     );
+  });
+});
+
+describe('aborted upload', () => {
+  it('a client that disconnects mid-file leaves no file and no record', async () => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as { port: number };
+    const before = (await k.get('/documents')).json<{ items: unknown[] }>().items.length;
+    const boundary = 'abortboundary';
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="cut.txt"\r\nContent-Type: text/plain\r\n\r\n`;
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.write(
+      `POST ${k.url('/documents/upload')} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.key}\r\n` +
+        `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 100000\r\n\r\n${head}${'x'.repeat(2000)}`,
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    socket.destroy();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(files('tmp')).toEqual([]);
+    expect((await k.get('/documents')).json<{ items: unknown[] }>().items).toHaveLength(before);
   });
 });
 

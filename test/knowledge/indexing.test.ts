@@ -88,6 +88,24 @@ describe('index', () => {
     ).toHaveLength(1);
   });
 
+  it('keeps the old chunks searchable while re-indexing', async () => {
+    const doc = await k.uploadOk(
+      'reindex.md',
+      '# Owls\n\nBarn owls hunt mice at night over open fields.',
+    );
+    await k.indexOk(doc.id);
+    const reindex = k.index(doc.id, { commandId: 'slow' });
+    await k.waitFor(doc.id, ['indexing']);
+    const during = await k.hits({ query: 'barn owls hunt mice', documentId: doc.id });
+    expect(during[0]?.content).toContain('Barn owls');
+    expect((await reindex).statusCode).toBe(201);
+    const after = await k.hits({ query: 'slowly converted turtles', documentId: doc.id });
+    expect(after[0]?.content).toContain('turtles');
+    expect(
+      await k.hits({ query: 'barn owls hunt mice', documentId: doc.id, mode: 'keyword' }),
+    ).toEqual([]);
+  });
+
   it('validates parameters without touching the document', async () => {
     const doc = await k.uploadOk('v.txt', 'validation text');
     for (const [body, code] of [

@@ -15,14 +15,19 @@ const SEARCHABLE = `d.status in ('indexed', 'indexing')`;
 /** BM25 column weights: chunk_id, document_id (unindexed), document_name, section_path, content. */
 const BM25 = 'bm25(knowledge_chunks_fts, 0, 0, 1.5, 2.0, 1.0)';
 
-function scopeSql(filter: SearchFilter, params: unknown[]): string {
+/** `and …` conditions for the scope filters, on the given project and document columns. */
+function scopeSql(
+  filter: SearchFilter,
+  params: unknown[],
+  columns = { project: 'd.project_id', document: 'c.document_id' },
+): string {
   let where = '';
   if (filter.projectId !== undefined) {
-    where += ' and d.project_id = ?';
+    where += ` and ${columns.project} = ?`;
     params.push(filter.projectId);
   }
   if (filter.documentId !== undefined) {
-    where += ' and c.document_id = ?';
+    where += ` and ${columns.document} = ?`;
     params.push(filter.documentId);
   }
   return where;
@@ -178,15 +183,7 @@ export class SqliteChunkStore implements ChunkStore {
     const table = this.vectorTable(model, vector.length, false);
     if (table === null) return [];
     const params: unknown[] = [vector, limit];
-    let knnScope = '';
-    if (filter.projectId !== undefined) {
-      knnScope += ' and project_key = ?';
-      params.push(filter.projectId);
-    }
-    if (filter.documentId !== undefined) {
-      knnScope += ' and document_id = ?';
-      params.push(filter.documentId);
-    }
+    const knnScope = scopeSql(filter, params, { project: 'project_key', document: 'document_id' });
     // Scope filters run inside the KNN scan (sqlite-vec metadata columns), so they apply before
     // ranking; the status check after it only drops chunks of failed re-indexes.
     return this.db
