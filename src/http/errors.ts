@@ -50,7 +50,7 @@ function routeMatcher(app: FastifyInstance) {
       .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
       .replace(/:[A-Za-z0-9_]+/g, '[^/]+');
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    routes.push({ pattern: new RegExp(`^${source}/?$`), methods: methods.map(String) });
+    routes.push({ pattern: new RegExp(`^${source}$`), methods: methods.map(String) });
   });
   return (path: string): string[] =>
     [...new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods))].sort();

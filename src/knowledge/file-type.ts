@@ -19,6 +19,10 @@ const BY_EXTENSION: Record<string, { fileType: string; mimeType: string }> = {
   csv: { fileType: 'csv', mimeType: 'text/csv' },
   tsv: { fileType: 'tsv', mimeType: 'text/tab-separated-values' },
   json: JSON_TYPE,
+  jsonl: { fileType: 'jsonl', mimeType: 'application/x-ndjson' },
+  ndjson: { fileType: 'jsonl', mimeType: 'application/x-ndjson' },
+  tab: { fileType: 'tsv', mimeType: 'text/tab-separated-values' },
+  xhtml: HTML,
 };
 
 /** Zip-based office formats are told apart by their extension (file-type sees a zip or guesses). */

@@ -1,8 +1,11 @@
 /**
- * Score fusion for hybrid retrieval (pure). Keyword (BM25) evidence leads; the semantic signal
- * re-scores the keyword candidates a little and brings in passages the keywords missed. With a
- * weak offline embedding model, fusing rank lists as equals (RRF) is measurably worse than BM25
- * alone, so the dense weight is small where keywords matched well.
+ * Score fusion for hybrid retrieval (pure). Two tiers: every passage that matches the query's
+ * words (keyword tier, score ≥ KEYWORD_FLOOR) ranks above every passage found by meaning only
+ * (score < KEYWORD_FLOOR), so hybrid never buries a keyword match under a weak dense guess — even
+ * on small collections, where BM25's IDF collapses to ~0 for words in half the chunks. Within the
+ * keyword tier the semantic signal re-scores a little; meaning-only passages fill the rest.
+ * With a weak offline embedding model, fusing rank lists as equals (RRF) is measurably worse
+ * than BM25 alone.
  */
 import type { Candidate } from './search/chunk-store.js';
 
@@ -19,9 +22,21 @@ export interface FusionOptions {
  */
 export const DEFAULT_FUSION: FusionOptions = { denseWeight: 0.1, bm25Half: 16 };
 
+/** Lowest score of a keyword match; meaning-only passages score below it. */
+export const KEYWORD_FLOOR = 0.1;
+
 /** BM25 (≥ 0, unbounded) → 0..1, monotonic, comparable across queries: s / (s + half). */
 export function calibrateBm25(score: number, half: number): number {
   return score <= 0 ? 0 : score / (score + half);
+}
+
+/**
+ * The score of a keyword match in `keyword` mode: KEYWORD_FLOOR + 0.9 × calibrated BM25, in
+ * [0.1, 1). The floor keeps a match visible where SQLite's BM25 IDF collapses to ~0 (words in half
+ * of a small collection's chunks).
+ */
+export function keywordScore(bm25: number, half = DEFAULT_FUSION.bm25Half): number {
+  return KEYWORD_FLOOR + (1 - KEYWORD_FLOOR) * calibrateBm25(bm25, half);
 }
 
 /**
@@ -36,16 +51,15 @@ export function fuse(
 ): Candidate[] {
   const scores = new Map<string, number>();
   const w = options.denseWeight;
+  const span = 1 - KEYWORD_FLOOR;
   for (const k of keyword) {
     const kw = calibrateBm25(k.score, options.bm25Half);
     const cos = Math.max(0, cosine.get(k.chunkId) ?? 0);
-    scores.set(k.chunkId, (1 - w) * kw + w * cos);
+    scores.set(k.chunkId, KEYWORD_FLOOR + span * ((1 - w) * kw + w * cos));
   }
-  // Passages without keyword evidence can only rank by meaning; they sit below keyword matches of
-  // comparable strength, because the offline dense model is weak on its own.
   for (const s of semantic) {
     if (scores.has(s.chunkId)) continue;
-    scores.set(s.chunkId, w * Math.max(0, s.score));
+    scores.set(s.chunkId, 0.99 * KEYWORD_FLOOR * Math.max(0, s.score));
   }
   return [...scores]
     .map(([chunkId, score]) => ({ chunkId, score }))

@@ -47,6 +47,8 @@ export interface IndexingDeps {
   commands: readonly ConverterCommand[];
   convert: typeof runConverter;
   config: Config['knowledge'];
+  /** Absolute; stripped from error messages. */
+  dataDir: string;
   log: FastifyBaseLogger;
 }
 
@@ -145,13 +147,25 @@ export class IndexingService {
       try {
         return await this.run(id, token, params, signal);
       } catch (error) {
+        if (job.signal.aborted) {
+          // The server is shutting down: the document stays `indexing` and is re-queued at start.
+          throw new AppError(
+            'SERVICE_UNAVAILABLE',
+            'The server shut down during indexing; it resumes after the restart.',
+          );
+        }
         const appError = this.toAppError(error, signal);
-        await this.deps.repo.failIndex(id, token, appError.message);
-        throw appError;
+        await this.deps.repo.failIndex(id, token, this.redact(appError.message));
+        throw new AppError(appError.code, this.redact(appError.message));
       } finally {
         if (this.running.get(id) === controller) this.running.delete(id);
       }
     });
+  }
+
+  /** Messages reach clients: no absolute data-directory paths, no credentials in URLs. */
+  private redact(message: string): string {
+    return message.replaceAll(`${this.deps.dataDir}/`, '').replace(/\/\/[^/@\s]+@/g, '//');
   }
 
   private toAppError(error: unknown, signal: AbortSignal): AppError {

@@ -48,6 +48,7 @@ export function createKnowledgeModule(
     commands,
     convert: runConverter,
     config: config.knowledge,
+    dataDir: config.dataDir,
     log,
   });
   const documents = new DocumentsService(repo, store, storage, log, (id) => {
@@ -59,7 +60,7 @@ export function createKnowledgeModule(
     embedder,
     documents,
     indexing,
-    retrieval: new RetrievalService(store, embedder),
+    retrieval: new RetrievalService(store, embedder, log),
     uploadMaxBytes: config.knowledge.uploadMaxBytes,
     converterStatus: () => converterStatus(config.knowledge),
     close: () => embedder.close(),

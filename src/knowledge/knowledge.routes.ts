@@ -30,7 +30,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
   await app.register(multipart, {
     limits: {
       fileSize: knowledge.uploadMaxBytes,
-      files: 1,
+      files: 2,
       fields: 20,
       fieldSize: 64 * 1024,
       parts: 30,
@@ -175,7 +175,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
       schema: {
         summary: 'Search indexed chunks (hybrid by default)',
         description:
-          'Scores: `semantic` = cosine similarity in [-1, 1]; `keyword` = calibrated BM25 s/(s+16) in [0, 1); `hybrid` (default) = 0.9 × calibrated BM25 + 0.1 × cosine for keyword matches and 0.1 × cosine for passages found by meaning only. Items are ordered by score; `minScore` (default 0) filters before `topK`.',
+          'Scores: `semantic` = cosine similarity in [-1, 1]; `keyword` = 0.1 + 0.9 × calibrated BM25 s/(s+16), in [0.1, 1); `hybrid` (default): passages matching the query words score 0.1 + 0.9 × (0.9 × calibrated BM25 + 0.1 × cosine), in [0.1, 1), and always rank above passages found by meaning only, which score 0.099 × cosine. Items are ordered by score; `minScore` filters before `topK` (without it, hits scoring ≤ 0 are dropped).',
         tags,
         body: RetrieveBodySchema,
         response: { 200: RetrieveResultSchema, ...errors() },

@@ -4,13 +4,15 @@
  *
  * Scores (documented in the OpenAPI description):
  * - semantic: cosine similarity of query and chunk vectors, in [-1, 1];
- * - keyword: calibrated BM25, s / (s + 16), in [0, 1);
- * - hybrid: 0.9 × calibrated BM25 + 0.1 × cosine for keyword matches, 0.1 × cosine for passages
- *   found by meaning only; in [0, 1).
+ * - keyword: 0.1 + 0.9 × calibrated BM25 (s / (s + 16)), in [0.1, 1);
+ * - hybrid: keyword matches score 0.1 + 0.9 × (0.9 × calibrated BM25 + 0.1 × cosine), in [0.1, 1);
+ *   passages found by meaning only score 0.099 × cosine, below every keyword match.
+ * Without `minScore`, hits scoring ≤ 0 (no evidence) are dropped; with it, hits below it.
  */
+import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
-import { calibrateBm25, DEFAULT_FUSION, fuse } from './fusion.js';
+import { fuse, keywordScore } from './fusion.js';
 import type { RetrievalHit, RetrieveBody } from './knowledge.schemas.js';
 import { toHit } from './mappers.js';
 import type { Candidate, ChunkStore, SearchFilter } from './search/chunk-store.js';
@@ -29,6 +31,7 @@ export class RetrievalService {
   constructor(
     private readonly store: ChunkStore,
     private readonly embedder: EmbeddingProvider,
+    private readonly log: FastifyBaseLogger,
   ) {}
 
   async retrieve(body: RetrieveBody): Promise<RetrievalResult> {
@@ -39,25 +42,26 @@ export class RetrievalService {
       ...(body.documentId === undefined ? {} : { documentId: body.documentId }),
     };
     const limit = Math.max(CANDIDATES, body.topK * 4);
+    // The query is embedded first, so that the store is then read without an await in between:
+    // one consistent view even while a re-index commits.
+    const vector = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
     let ranked: Candidate[];
     switch (body.mode) {
       case 'keyword':
-        ranked = this.store.keywordSearch(query, filter, limit).map((c) => ({
-          chunkId: c.chunkId,
-          score: calibrateBm25(c.score, DEFAULT_FUSION.bm25Half),
-        }));
+        ranked = this.keyword(query, filter, limit);
         break;
       case 'semantic':
-        ranked = this.store.vectorSearch(
-          await this.embedQuery(query),
-          this.embedder.model,
-          filter,
-          limit,
-        );
+        ranked =
+          vector === null
+            ? []
+            : this.store.vectorSearch(vector, this.embedder.model, filter, limit);
         break;
       case 'hybrid': {
+        if (vector === null) {
+          ranked = this.keyword(query, filter, limit);
+          break;
+        }
         const keyword = this.store.keywordSearch(query, filter, limit);
-        const vector = await this.embedQuery(query);
         const semantic = this.store.vectorSearch(vector, this.embedder.model, filter, limit);
         const cosine = this.store.similarities(
           vector,
@@ -69,8 +73,12 @@ export class RetrievalService {
         break;
       }
     }
-    const minScore = body.minScore ?? 0;
-    const top = ranked.filter((c) => c.score >= minScore).slice(0, body.topK);
+    // Without an explicit minScore only hits with no evidence at all (score ≤ 0) are dropped.
+    const keep =
+      body.minScore === undefined
+        ? (c: Candidate) => c.score > 0
+        : (c: Candidate) => c.score >= (body.minScore ?? 0);
+    const top = ranked.filter(keep).slice(0, body.topK);
     const rows = new Map(this.store.hits(top.map((c) => c.chunkId)).map((r) => [r.id, r]));
     const items = top.flatMap((c) => {
       const row = rows.get(c.chunkId);
@@ -79,8 +87,36 @@ export class RetrievalService {
     return { query: body.query, topK: body.topK, mode: body.mode, items };
   }
 
-  private async embedQuery(query: string): Promise<Float32Array> {
-    await this.embedder.ready();
-    return this.embedder.embedQuery(query);
+  private keyword(query: string, filter: SearchFilter, limit: number): Candidate[] {
+    return this.store
+      .keywordSearch(query, filter, limit)
+      .map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
+  }
+
+  /**
+   * The query vector. When the embedding provider fails, hybrid retrieval degrades to keywords
+   * (logged) instead of failing; semantic retrieval has nothing to fall back on and answers 502.
+   */
+  private async embedQuery(
+    query: string,
+    mode: RetrieveBody['mode'],
+  ): Promise<Float32Array | null> {
+    try {
+      await this.embedder.ready();
+      return await this.embedder.embedQuery(query);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (mode === 'semantic') {
+        throw new AppError(
+          'KNOWLEDGE_EMBEDDING_FAILED',
+          `The query could not be embedded: ${message}`,
+        );
+      }
+      this.log.warn(
+        { err: error },
+        'query embedding failed; hybrid retrieval fell back to keywords',
+      );
+      return null;
+    }
   }
 }

@@ -9,6 +9,15 @@ import type { FileStorage, PendingFile } from './storage/storage.js';
 
 const FIELD_LIMITS: Record<string, number> = { projectId: 200, source: 100 };
 
+/** Multipart parser errors are the client's: a malformed body is a 400, not a 500. */
+function asUploadError(error: unknown): unknown {
+  if (error instanceof AppError) return error;
+  const status = (error as { statusCode?: number }).statusCode;
+  if (status === 413) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new AppError('BAD_REQUEST', `Malformed multipart upload: ${message}`);
+}
+
 export async function readUpload(
   request: FastifyRequest,
   storage: FileStorage,
@@ -37,20 +46,21 @@ export async function readUpload(
         if (part.file.truncated) throw tooLarge();
         fileName = part.filename;
       } else if (part.fieldname in FIELD_LIMITS) {
+        // Browser forms send empty fields for unset values: empty means absent.
         const value = typeof part.value === 'string' ? part.value.trim() : '';
         const max = FIELD_LIMITS[part.fieldname] ?? 0;
-        if (value === '' || value.length > max) {
+        if (value.length > max) {
           throw new AppError(
             'VALIDATION_ERROR',
-            `${part.fieldname} must be 1 to ${max} characters.`,
+            `${part.fieldname} must be at most ${max} characters.`,
           );
         }
-        fields[part.fieldname] = value;
+        if (value !== '') fields[part.fieldname] = value;
       }
     }
   } catch (error) {
     await file?.discard();
-    throw error;
+    throw asUploadError(error);
   }
   if (file === undefined) throw new AppError('KNOWLEDGE_DOCUMENT_REQUIRED');
   return { file, fileName, projectId: fields.projectId, source: fields.source };

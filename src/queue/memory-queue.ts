@@ -146,7 +146,13 @@ export class MemoryQueue implements JobQueue {
       }, timeoutMs);
       timer.unref();
     });
-    await Promise.race([Promise.allSettled([...this.inFlight]).then(() => undefined), timeout]);
+    const settled = Promise.allSettled([...this.inFlight]).then(() => undefined);
+    await Promise.race([settled, timeout]);
     clearTimeout(timer);
+    // Aborted jobs get a moment to clean up (they may still write) before the caller closes the
+    // resources they use.
+    if (this.controller.signal.aborted) {
+      await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+    }
   }
 }

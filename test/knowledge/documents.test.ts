@@ -122,6 +122,38 @@ describe('upload', () => {
   });
 });
 
+describe('malformed uploads', () => {
+  it('answer 400, never 500: broken multipart, two files; empty fields count as absent', async () => {
+    const broken = await t.app.inject({
+      method: 'POST',
+      url: k.url('/documents/upload'),
+      headers: { ...bearer(t.key), 'content-type': 'multipart/form-data; boundary=xyz' },
+      payload:
+        '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nunterminated',
+    });
+    expect(broken.json()).toMatchObject({ statusCode: 400, code: 'BAD_REQUEST' });
+    const two = multipart([
+      { name: 'file', filename: 'a.txt', content: 'first file' },
+      { name: 'file2', filename: 'b.txt', content: 'second file' },
+    ]);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: k.url('/documents/upload'),
+      headers: { ...bearer(t.key), ...two.headers },
+      payload: two.payload,
+    });
+    expect(res.json()).toMatchObject({ statusCode: 400, code: 'VALIDATION_ERROR' });
+    const empty = await k.upload('e.txt', 'empty fields', { projectId: '', source: '' });
+    expect(empty.statusCode).toBe(201);
+    expect(empty.json()).toMatchObject({ projectId: null, source: 'upload' });
+    expect(files('tmp')).toEqual([]);
+    expect(
+      (await t.app.inject({ method: 'GET', url: `${k.url('/commands')}/`, headers: bearer(t.key) }))
+        .statusCode,
+    ).toBe(404);
+  });
+});
+
 describe('aborted upload', () => {
   it('a client that disconnects mid-file leaves no file and no record', async () => {
     await t.app.listen({ port: 0, host: '127.0.0.1' });

@@ -151,13 +151,13 @@ describe('index', () => {
   });
 
   it('fails cleanly: unsupported format, hanging converter (killed), crashing converter', async () => {
-    const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
-    const image = await k.uploadOk('x.png', png);
+    const sqliteFile = Buffer.concat([Buffer.from('SQLite format 3\u0000'), Buffer.alloc(100, 1)]);
+    const image = await k.uploadOk('x.db', sqliteFile);
     const r1 = await k.index(image.id);
     expect(r1.json()).toMatchObject({ statusCode: 422, code: 'KNOWLEDGE_UNSUPPORTED_FORMAT' });
     expect((await k.get(`/documents/${image.id}`)).json()).toMatchObject({
       status: 'failed',
-      errorMessage: expect.stringMatching(/png|PNG|not support/),
+      errorMessage: expect.stringMatching(/sqlite|SQLite|not support/),
     });
 
     const doc = await k.uploadOk('h.txt', 'will hang');

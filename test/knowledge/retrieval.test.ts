@@ -164,6 +164,54 @@ describe('retrieve', () => {
   });
 });
 
+describe('small collections', () => {
+  it('a passage with the query word outranks one found by meaning only', async () => {
+    const { t: small, k: ks } = await knowledgeApp();
+    try {
+      const doc = await ks.uploadOk(
+        'policy.md',
+        '# Policy\n\n## Refunds\n\nA refund is paid within 14 days.\n\n## Billing\n\nInvoices mention the refund policy.\n\n## Money back\n\nUnhappy customers get their money back.',
+      );
+      await ks.indexOk(doc.id);
+      const hits = await ks.hits({ query: 'refund', topK: 3 });
+      const withWord = hits.filter((h) => h.content.toLowerCase().includes('refund'));
+      expect(withWord).toHaveLength(2);
+      expect(hits.slice(0, 2).every((h) => h.content.toLowerCase().includes('refund'))).toBe(true);
+      const keyword = await ks.hits({ query: 'refund', mode: 'keyword', minScore: 0.0001 });
+      expect(keyword).toHaveLength(2);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('when the embedding provider fails', () => {
+  it('hybrid falls back to keywords; semantic answers 502', async () => {
+    const { t: a, k: ka } = await knowledgeApp();
+    const doc = await ka.uploadOk('fallback.md', '# Fallback\n\nWalruses rest on floating ice.');
+    await ka.indexOk(doc.id);
+    await a.close(true);
+    const dead = {
+      EMBEDDING_PROVIDER: 'openai',
+      EMBEDDING_MODEL: 'm',
+      EMBEDDING_BASE_URL: 'http://127.0.0.1:9/v1',
+      EMBEDDING_TIMEOUT_MS: '200',
+    };
+    const { t: b } = await knowledgeApp(dead, a.dir);
+    try {
+      const kb = new KnowledgeClient({ ...b, key: a.key });
+      expect((await kb.hits({ query: 'walruses' }))[0]?.documentId).toBe(doc.id);
+      const semantic = await kb.retrieve({ query: 'walruses', mode: 'semantic' });
+      expect(semantic.json()).toMatchObject({
+        statusCode: 502,
+        code: 'KNOWLEDGE_EMBEDDING_FAILED',
+      });
+    } finally {
+      await b.close();
+    }
+  });
+});
+
 describe('retrieve in read-only mode', () => {
   it('keeps working while uploads are refused', async () => {
     await t.close(true);

@@ -45,16 +45,24 @@ describe('fuse', () => {
     );
   });
 
-  it('a keyword match outranks a meaning-only passage of equal similarity', () => {
-    const fused = fuse(
-      [{ chunkId: 'kw', score: 5 }],
-      [{ chunkId: 'sem', score: 0.9 }],
-      new Map([
-        ['kw', 0.9],
-        ['sem', 0.9],
-      ]),
+  it('every keyword match outranks every meaning-only passage, even with a near-zero BM25', () => {
+    fc.assert(
+      fc.property(candidates, candidates, (keyword, semanticRaw) => {
+        const semantic = semanticRaw.map((c) => ({
+          chunkId: `s${c.chunkId}`,
+          score: c.score / 50,
+        }));
+        const cosine = new Map(semantic.map((c) => [c.chunkId, c.score]));
+        const fused = fuse(
+          keyword.map((k) => ({ chunkId: `k${k.chunkId}`, score: k.score * 1e-8 })),
+          semantic,
+          cosine,
+        );
+        const lastKeyword = fused.findLastIndex((c) => !c.chunkId.startsWith('s'));
+        const firstSemantic = fused.findIndex((c) => c.chunkId.startsWith('s'));
+        if (lastKeyword >= 0 && firstSemantic >= 0) expect(lastKeyword).toBeLessThan(firstSemantic);
+      }),
     );
-    expect(fused.map((c) => c.chunkId)).toEqual(['kw', 'sem']);
   });
 
   it('calibrates BM25 monotonically into [0, 1)', () => {

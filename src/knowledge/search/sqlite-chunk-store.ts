@@ -135,7 +135,13 @@ export class SqliteChunkStore implements ChunkStore {
         );
       return 'committed';
     });
-    return run.immediate();
+    try {
+      return run.immediate();
+    } catch (error) {
+      // A vector table created inside the rolled-back transaction is gone again.
+      this.vectorTables.clear();
+      throw error;
+    }
   }
 
   deleteDocument(documentId: string): boolean {
