@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 /**
- * `aps-convert <file> --output-dir <dir> [--command auto|text] [--lang eng]`
+ * `aps-convert <file> --output-dir <dir> [--command auto|text|ocr] [--lang eng]`
  *
  * Converts one file to markdown: writes `<dir>/document.md` and `<dir>/meta.json` and exits with
  * one of EXIT_CODES (see contract.ts). The server runs it as a separate process, so a crash or a
  * hang here can never take the server down. stderr carries one line per problem:
  * `aps-convert: <label>: <message>` for the failure, `aps-convert: warning: <message>` otherwise.
  *
- * Environment: APS_CONVERT_MAX_INPUT_BYTES (default 200 MiB) — larger inputs exit TOO_LARGE. The
- * converter is its own program, so it reads its own environment rather than the server's config.
+ * Environment (the converter is its own program, so it reads its own environment rather than the
+ * server's config): APS_CONVERT_MAX_INPUT_BYTES (default 200 MiB) — larger inputs exit TOO_LARGE;
+ * APS_CONVERT_MAX_PAGES (default 2000) — PDFs and TIFFs with more pages exit TOO_LARGE;
+ * APS_CONVERT_MAX_PIXELS (default 40 million) — larger images exit TOO_LARGE, larger PDF pages
+ * are rendered at a lower resolution.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
@@ -29,23 +32,31 @@ import {
   DEFAULT_MAX_INPUT_BYTES,
   type CommandName,
 } from './convert-file.js';
+import { DEFAULT_LIMITS, type ConvertLimits } from './formats/binary-types.js';
 import { ConvertError, EXIT_LABELS } from './formats/convert-error.js';
+import { resolveLanguages } from './formats/ocr.js';
 
 function report(label: string, message: string): void {
   process.stderr.write(`${CONVERTER_NAME}: ${label}: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
 }
 
-function maxInputBytes(): number {
-  const raw = process.env.APS_CONVERT_MAX_INPUT_BYTES?.trim();
-  if (raw === undefined || raw === '') return DEFAULT_MAX_INPUT_BYTES;
+/** A positive integer from the environment, else `fallback`; anything else is a usage error. */
+function envInteger(name: string, fallback: number): number {
+  const raw = process.env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < 1) {
-    throw new ConvertError(
-      EXIT_CODES.USAGE,
-      `APS_CONVERT_MAX_INPUT_BYTES must be a positive integer (got "${raw}")`,
-    );
+    throw new ConvertError(EXIT_CODES.USAGE, `${name} must be a positive integer (got "${raw}")`);
   }
   return value;
+}
+
+function limits(): ConvertLimits {
+  return {
+    ...DEFAULT_LIMITS,
+    maxPages: envInteger('APS_CONVERT_MAX_PAGES', DEFAULT_LIMITS.maxPages),
+    maxPixels: envInteger('APS_CONVERT_MAX_PIXELS', DEFAULT_LIMITS.maxPixels),
+  };
 }
 
 /** Write to a temporary name, then rename: a reader never sees a half-written file. */
@@ -64,6 +75,7 @@ interface Parsed {
   file: string;
   outputDir: string;
   command: CommandName;
+  lang: string;
 }
 
 /** Parses argv; usage errors come back as a ConvertError(USAGE), help/version as null. */
@@ -75,7 +87,11 @@ function parseArgs(argv: string[]): Parsed | null {
     .addOption(
       new Option('-c, --command <command>', 'conversion to run').choices(COMMANDS).default('auto'),
     )
-    .option('-l, --lang <languages>', 'OCR languages, e.g. eng or eng+deu (unused for text)', 'eng')
+    .option(
+      '-l, --lang <languages>',
+      'OCR languages, e.g. eng or eng+deu (each needs its @tesseract.js-data/<lang> package)',
+      'eng',
+    )
     .version(CONVERTER_VERSION)
     .exitOverride()
     .configureOutput({
@@ -98,9 +114,16 @@ function parseArgs(argv: string[]): Parsed | null {
   if (!/^[A-Za-z_]+(?:\+[A-Za-z_]+)*$/.test(options.lang)) {
     throw new ConvertError(EXIT_CODES.USAGE, `--lang must look like eng or eng+deu`);
   }
+  // Checked up front, also when no page ends up OCR'd: a typo should not pass unnoticed.
+  resolveLanguages(options.lang);
   const [file] = program.args;
   if (file === undefined) throw new ConvertError(EXIT_CODES.USAGE, 'missing <file>');
-  return { file: resolve(file), outputDir: resolve(options.outputDir), command: options.command };
+  return {
+    file: resolve(file),
+    outputDir: resolve(options.outputDir),
+    command: options.command,
+    lang: options.lang,
+  };
 }
 
 async function main(argv: string[]): Promise<ExitCode> {
@@ -109,7 +132,9 @@ async function main(argv: string[]): Promise<ExitCode> {
   if (args === null) return EXIT_CODES.OK;
   const { markdown, meta } = await convertFile(args.file, {
     command: args.command,
-    maxInputBytes: maxInputBytes(),
+    maxInputBytes: envInteger('APS_CONVERT_MAX_INPUT_BYTES', DEFAULT_MAX_INPUT_BYTES),
+    lang: args.lang,
+    limits: limits(),
   });
   for (const warning of meta.warnings) report('warning', warning);
 

@@ -1,6 +1,6 @@
 /**
  * Converter commands: what `GET …/knowledge/commands` lists and what indexing runs. Built in: the
- * bundled `aps-convert` (`auto`, `text`). More come from KNOWLEDGE_COMMANDS_FILE as argv templates
+ * bundled `aps-convert` (`auto`, `text`, `ocr`). More come from KNOWLEDGE_COMMANDS_FILE as argv templates
  * with `{input}` / `{outputDir}` placeholders — run without a shell, so no quoting rules apply.
  */
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
@@ -67,19 +67,31 @@ function builtinCommands(config: Config['knowledge']): ConverterCommand[] {
     '--command',
     command,
   ];
+  // Each description tells a user when to pick the command: it is all the listing shows.
   return [
     {
       id: 'auto',
       description:
-        'Detect the format and convert it: plain text, markdown, HTML, CSV/TSV and JSON (default).',
+        'Default: detects the format and converts it — text, markdown, HTML, CSV/TSV, JSON, PDF ' +
+        'and images (PNG, JPEG, TIFF, WebP, BMP, GIF). PDF pages with a text layer are read ' +
+        'directly; scanned pages and images are OCR’d. Right for almost every document.',
       argv: run('auto'),
       builtin: true,
     },
     {
       id: 'text',
       description:
-        'Extract the text layer only, without OCR (for today’s text formats the same as auto).',
+        'Text layer only, never OCR: much faster on large PDFs, but scanned pages come out ' +
+        'empty and images cannot be converted. Pick it for digital PDFs when speed matters.',
       argv: run('text'),
+      builtin: true,
+    },
+    {
+      id: 'ocr',
+      description:
+        'OCR every PDF page, ignoring its text layer: slow (seconds per page). Pick it when a ' +
+        'PDF’s text layer is garbled or incomplete, e.g. a scan with a poor embedded OCR layer.',
+      argv: run('ocr'),
       builtin: true,
     },
   ];

@@ -5,7 +5,14 @@
 import { open, readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { PAGE_MARKER_PATTERN } from '../knowledge/chunker.js';
 import { CONVERTER_NAME, CONVERTER_VERSION, EXIT_CODES, type ConverterMeta } from './contract.js';
+import { loadBinaryConverter } from './formats/binary.js';
+import {
+  DEFAULT_LIMITS,
+  type BinaryConversion,
+  type ConvertLimits,
+} from './formats/binary-types.js';
 import { ConvertError } from './formats/convert-error.js';
 import {
   describeUnsupported,
@@ -15,8 +22,11 @@ import {
 } from './formats/detect.js';
 import { convertText } from './formats/index.js';
 
-/** `auto`: detect and convert. `text`: text layer only, no OCR — the same for today's formats. */
-export const COMMANDS = ['auto', 'text'] as const;
+/**
+ * `auto`: detect and convert, OCR'ing only pages without a text layer. `text`: text layer only,
+ * never OCR. `ocr`: OCR every page of a PDF, even one with text. Text formats ignore the choice.
+ */
+export const COMMANDS = ['auto', 'text', 'ocr'] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export const DEFAULT_MAX_INPUT_BYTES = 200 * 1024 * 1024;
@@ -25,6 +35,10 @@ export interface ConvertFileOptions {
   command: CommandName;
   maxInputBytes: number;
   rowsPerTable?: number;
+  /** Tesseract languages, e.g. `eng+deu` (default `eng`). */
+  lang?: string;
+  /** Page and pixel limits of binary formats (default DEFAULT_LIMITS). */
+  limits?: ConvertLimits;
 }
 
 export interface ConvertFileResult {
@@ -59,6 +73,38 @@ async function timed<T>(timings: Record<string, number>, stage: string, fn: () =
   }
 }
 
+/** Whether markdown says nothing once page markers are set aside. */
+function isBlank(markdown: string): boolean {
+  return markdown.split('\n').every((line) => line.trim() === '' || PAGE_MARKER_PATTERN.test(line));
+}
+
+function binaryResult(
+  format: string,
+  conversion: BinaryConversion,
+  command: CommandName,
+  timings: Record<string, number>,
+): ConvertFileResult {
+  // Converters report "nothing found" themselves, with a reason; this catches one that does not.
+  if (isBlank(conversion.markdown)) {
+    throw new ConvertError(EXIT_CODES.NOTHING_EXTRACTABLE, `the ${format} file contains no text`);
+  }
+  return {
+    markdown: conversion.markdown,
+    meta: {
+      converter: CONVERTER_NAME,
+      converterVersion: CONVERTER_VERSION,
+      command,
+      format,
+      pages: conversion.pages,
+      ocrPages: conversion.ocrPages,
+      ocrMeanConfidence: conversion.ocrMeanConfidence,
+      warnings: conversion.warnings,
+      // The converter's stages (open, text, render, ocr, …) next to detect and convert.
+      timings: { ...timings, ...conversion.timings },
+    },
+  };
+}
+
 /**
  * Detects the format of `path` from its content and name and converts it. Throws a ConvertError
  * (with the exit code to use) for every expected failure; anything else is a bug or an I/O error.
@@ -87,6 +133,17 @@ export async function convertFile(
   );
   if (detection.kind === 'unsupported') {
     throw new ConvertError(EXIT_CODES.UNSUPPORTED_FORMAT, describeUnsupported(detection));
+  }
+  if (detection.kind === 'binary') {
+    const convert = await loadBinaryConverter(detection.format);
+    const conversion = await timed(timings, 'convert', () =>
+      convert(path, {
+        command: options.command,
+        lang: options.lang ?? 'eng',
+        limits: options.limits ?? DEFAULT_LIMITS,
+      }),
+    );
+    return binaryResult(detection.format, conversion, options.command, timings);
   }
 
   const bytes = await timed(timings, 'read', () => readFile(path));

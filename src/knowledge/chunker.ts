@@ -24,7 +24,8 @@
 // - Never splits: a word, a table row (a line starting with `|`) or a fenced code block that fits
 //   in maxChars; a larger code block only at line ends unless one of its lines is too long.
 // - page: page in force at the chunk's first char (pageEnd: at its last char); text before the
-//   first marker is page 1; null when the document has no markers.
+//   first marker is page 1; null when the document has no markers. A chunk never spans a page
+//   start (page === pageEnd): pages are hard boundaries, like headings.
 // - tokenEstimate = max(ceil(length / 4), ceil(words * 4 / 3)): ~4 chars per token for prose and
 //   ~0.75 words per token, taking the larger so code/URLs and short-word text are not under-counted.
 
@@ -317,6 +318,34 @@ function countWords(s: string): number {
   return n;
 }
 
+/**
+ * Page starts are hard boundaries, like headings: a chunk never spans two pages (except a table
+ * row or code block that fits and holds a marker), so a hit's `page` is the page its text is on.
+ * A section cut by a page goes on, with the same path, after it.
+ */
+function splitAtPages(
+  sections: Section[],
+  pageAt: readonly number[],
+  zones: Uint8Array,
+): Section[] {
+  if (pageAt.length === 0) return sections;
+  const out: Section[] = [];
+  for (const sec of sections) {
+    let start = sec.start;
+    for (let i = Math.max(0, lastLe(pageAt, start)); i < pageAt.length; i++) {
+      const p = pageAt[i] ?? 0;
+      if (p >= sec.end) break;
+      // A marker inside a table row or a code block that fits does not cut that unit.
+      if (p > start && zones[p] !== ZONE_ATOMIC) {
+        out.push({ ...sec, start, end: p });
+        start = p;
+      }
+    }
+    out.push({ ...sec, start });
+  }
+  return out;
+}
+
 export function chunkMarkdown(markdown: string, options: ChunkOptions): Chunk[] {
   const { maxChars, overlapChars } = options;
   if (!Number.isInteger(maxChars) || maxChars < 200 || maxChars > 8000)
@@ -332,7 +361,9 @@ export function chunkMarkdown(markdown: string, options: ChunkOptions): Chunk[] 
 
   const body = stripMarkers(markdown);
   const { text } = body;
-  const { sections, zones } = parse(text, maxChars);
+  const parsed = parse(text, maxChars);
+  const { zones } = parsed;
+  const sections = splitAtPages(parsed.sections, body.pageAt, zones);
   const toOrig = (b: number): number => {
     const i = Math.max(0, lastLe(body.segBody, b));
     return (body.segOrig[i] ?? 0) + b - (body.segBody[i] ?? 0);

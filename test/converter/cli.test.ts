@@ -103,14 +103,15 @@ describe('aps-convert', () => {
   });
 
   it('refuses binary formats, whatever their name, naming the format', async () => {
-    const png = await convert('photo.txt', SAMPLES.png);
-    expect(png.code).toBe(EXIT_CODES.UNSUPPORTED_FORMAT);
-    expect(png.stderr).toBe('aps-convert: unsupported file format: image/png (PNG image)\n');
-    expect(png.markdown).toBeNull();
-    expect((await convert('doc.txt', SAMPLES.pdf)).stderr).toContain(
-      'application/pdf (PDF document)',
+    const zip = await convert('archive.txt', SAMPLES.zip);
+    expect(zip.code).toBe(EXIT_CODES.UNSUPPORTED_FORMAT);
+    expect(zip.stderr).toBe(
+      'aps-convert: unsupported file format: application/zip (ZIP archive)\n',
     );
+    expect(zip.markdown).toBeNull();
     expect((await convert('a.csv', SAMPLES.zip)).stderr).toContain('application/zip (ZIP archive)');
+    // A PNG named .txt is still a PNG: the image converter gets it (this sample has no pixels).
+    expect((await convert('photo.txt', SAMPLES.png)).code).toBe(EXIT_CODES.CORRUPT);
     const garbage = await convert(
       'x.txt',
       new Uint8Array(512).map((_, i) => (i * 131 + 7) % 256),
@@ -144,9 +145,9 @@ describe('aps-convert', () => {
   });
 
   it('exits USAGE for bad arguments and missing input', async () => {
-    const badCommand = await convert('a.txt', 'x', ['--command', 'ocr']);
+    const badCommand = await convert('a.txt', 'x', ['--command', 'bogus']);
     expect(badCommand.code).toBe(EXIT_CODES.USAGE);
-    expect(badCommand.stderr).toMatch(/^aps-convert: usage: .*'ocr' is invalid/);
+    expect(badCommand.stderr).toMatch(/^aps-convert: usage: .*'bogus' is invalid/);
     const noOut = await new Promise<number | string | null | undefined>((resolve) => {
       execFile(process.execPath, [CLI, 'a.txt'], (error) => {
         resolve(error?.code);
@@ -190,14 +191,14 @@ describe('runConverter with the bundled CLI', () => {
 
   it('turns an unsupported file into KNOWLEDGE_UNSUPPORTED_FORMAT with a plain message', async () => {
     const dir = tempDir();
-    writeFileSync(join(dir, 'source.txt'), SAMPLES.png);
+    writeFileSync(join(dir, 'source.txt'), SAMPLES.zip);
     const error = await runConverter(auto!, join(dir, 'source.txt'), join(dir, 'out'), opts).catch(
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(AppError);
     expect(error).toMatchObject({
       code: 'KNOWLEDGE_UNSUPPORTED_FORMAT',
-      message: 'The converter does not support this file format: image/png (PNG image).',
+      message: 'The converter does not support this file format: application/zip (ZIP archive).',
     });
   });
 

@@ -36,7 +36,7 @@ const pandoc = {
 describe('loadCommands', () => {
   it('has the built-ins, running the bundled CLI with Node', () => {
     const commands = loadCommands(knowledgeConfig());
-    expect(commands.map((c) => c.id)).toEqual(['auto', 'text']);
+    expect(commands.map((c) => c.id)).toEqual(['auto', 'text', 'ocr']);
     expect(commands[0]).toEqual({
       id: 'auto',
       description: expect.any(String),
@@ -72,8 +72,8 @@ describe('loadCommands', () => {
   it('appends valid commands from KNOWLEDGE_COMMANDS_FILE', () => {
     const file = commandsFile({ commands: [pandoc] });
     const commands = loadCommands(knowledgeConfig({ commandsFile: file }));
-    expect(commands.map((c) => c.id)).toEqual(['auto', 'text', 'pandoc']);
-    expect(commands[2]).toEqual(pandoc);
+    expect(commands.map((c) => c.id)).toEqual(['auto', 'text', 'ocr', 'pandoc']);
+    expect(commands[3]).toEqual(pandoc);
   });
 
   it('refuses an unreadable or malformed file with a clear error', () => {

@@ -22,12 +22,13 @@ async function detect(name: string, content: Uint8Array): Promise<Detection> {
 describe('detectFormat', () => {
   it('does not treat a PNG, PDF or ZIP renamed .txt as text', async () => {
     expect(await detect('notes.txt', SAMPLES.png)).toEqual({
-      kind: 'unsupported',
+      kind: 'binary',
       format: 'png',
       mime: 'image/png',
       description: 'PNG image',
     });
     expect(await detect('notes.txt', SAMPLES.pdf)).toMatchObject({
+      kind: 'binary',
       format: 'pdf',
       mime: 'application/pdf',
     });
@@ -92,7 +93,7 @@ describe('detectFormat', () => {
     }
     // …but a text-based document format stays what it is.
     expect(await detect('a.txt', bytes('%PDF-1.4\n1 0 obj << >> endobj\n'))).toMatchObject({
-      kind: 'unsupported',
+      kind: 'binary',
       format: 'pdf',
     });
     expect(await detect('a.txt', bytes('{\\rtf1\\ansi Hello}'))).toMatchObject({ format: 'rtf' });

@@ -296,8 +296,11 @@ describe('chunkMarkdown examples', () => {
     const chunks = chunkMarkdown(md, { maxChars: 200, overlapChars: 0 });
     expect(chunks.some((c) => c.content.includes('<!--'))).toBe(false);
     expect(chunks[0]!.page).toBe(1);
-    expect(chunks[0]!.metadata.pageEnd).toBe(2); // a paragraph flowing over a page break
-    expect(chunks.at(-1)!.metadata.pageEnd).toBe(3);
+    // Pages are hard boundaries: a paragraph flowing over a page break is cut there.
+    expect(chunks.map((c) => [c.page, c.metadata.pageEnd])).toEqual(
+      chunks.map((c) => [c.page, c.page]),
+    );
+    expect(chunks.map((c) => c.page)).toEqual([1, 2, 3]);
     checkAll(md, { maxChars: 200, overlapChars: 0 }, chunks);
     expect(chunkMarkdown('no pages here', opts)[0]!.page).toBeNull();
   });

@@ -3,11 +3,13 @@
  * trusted on their own.
  *
  * 1. A binary signature (file-type: PDF, DOCX, PNG, ZIP, …) decides, whatever the name says: a
- *    PNG renamed `notes.txt` is a PNG, and unsupported. Two exceptions, both because file-type
- *    also matches short magic numbers: signatures of text formats (XML, vCard, iCalendar, WebVTT)
- *    and signatures on content that is plainly text (`BM`, `MZ`, `ID3` starting a sentence — real
- *    BMPs, EXEs and MP3s have NUL bytes in their headers) fall through to the text rules. Text-
- *    based document formats (PDF, RTF, PostScript, PGP armour) stay unsupported even as text.
+ *    PNG renamed `notes.txt` is a PNG. Formats with a converter in the binary registry (binary.ts:
+ *    PDF, images, …) are `binary`; the others are unsupported. Two exceptions, both because
+ *    file-type also matches short magic numbers: signatures of text formats (XML, vCard,
+ *    iCalendar, WebVTT) and signatures on content that is plainly text (`BM`, `MZ`, `ID3` starting
+ *    a sentence — real BMPs, EXEs and MP3s have NUL bytes in their headers) fall through to the
+ *    text rules. Text-based document formats (PDF, RTF, PostScript, PGP armour) keep their
+ *    signature even when their bytes are all ASCII.
  * 2. Bytes that are not text (NULs, many control bytes) are unsupported "binary data" — not
  *    "corrupt": the converter cannot tell which format they were meant to be.
  * 3. Text: the extension picks markdown, CSV, TSV, JSON, JSON Lines or HTML. Any other name
@@ -17,6 +19,7 @@
  */
 import { extname } from 'node:path';
 import { fileTypeFromFile } from 'file-type';
+import { isBinaryFormat } from './binary.js';
 import { looksLikeHtml } from './html.js';
 import { decodeText, looksBinary } from './text.js';
 
@@ -24,6 +27,8 @@ export type TextFormat = 'text' | 'markdown' | 'html' | 'csv' | 'tsv' | 'json' |
 
 export type Detection =
   | { kind: 'text'; format: TextFormat }
+  /** A binary format with a converter; `format` is its key in the binary registry. */
+  | { kind: 'binary'; format: string; mime: string; description: string }
   | { kind: 'unsupported'; format: string; mime: string; description: string };
 
 /** What file-type reports for the content (or undefined: no known binary signature). */
@@ -82,6 +87,7 @@ const DESCRIPTIONS: Record<string, string> = {
   webp: 'WebP image',
   tif: 'TIFF image',
   bmp: 'BMP image',
+  apng: 'animated PNG image',
   heic: 'HEIC image',
   zip: 'ZIP archive',
   gz: 'gzip archive',
@@ -94,6 +100,8 @@ const DESCRIPTIONS: Record<string, string> = {
   elf: 'ELF executable',
   sqlite: 'SQLite database',
 };
+
+const OFFICE_EXTENSIONS = new Set(['docx', 'odt', 'pptx', 'xlsx', 'ods']);
 
 export const BINARY_DATA: Detection = {
   kind: 'unsupported',
@@ -110,11 +118,16 @@ export function detectFormat(name: string, head: Uint8Array, signature?: Signatu
     !TEXT_SIGNATURES.has(signature.ext) &&
     (binary || TEXT_BASED_DOCUMENTS.has(signature.ext));
   if (trusted) {
+    // Office documents are zip files; file-type names them only when their parts are in the
+    // order Office writes. A zip with an office extension goes to that converter, which checks it.
+    const officeExt = extname(name).toLowerCase().slice(1);
+    const ext =
+      signature.ext === 'zip' && OFFICE_EXTENSIONS.has(officeExt) ? officeExt : signature.ext;
     return {
-      kind: 'unsupported',
-      format: signature.ext,
+      kind: isBinaryFormat(ext) ? 'binary' : 'unsupported',
+      format: ext,
       mime: signature.mime,
-      description: DESCRIPTIONS[signature.ext] ?? `${signature.ext.toUpperCase()} file`,
+      description: DESCRIPTIONS[ext] ?? `${ext.toUpperCase()} file`,
     };
   }
   if (binary) return BINARY_DATA;

@@ -1,0 +1,311 @@
+/**
+ * Retrieval quality and speed through the product's own path (issue 5):
+ *
+ *   npx tsx bench/retrieval.ts [--sets scifact,paraphrase] [--limit N] [--modes keyword,semantic,hybrid]
+ *                              [--scale 10000,100000] [--scale-queries 200] [--files-per 5000]
+ *                              [--seed 42] [--distractors N] [--overlap] [--dataset DIR]
+ *
+ * `--sets none` skips the quality sets (e.g. with --scale only).
+ *
+ * For each set a real server starts on port 0 over a temporary data directory; the documents are
+ * uploaded as multipart over HTTP, indexed (converter → chunker → embedder → SQLite) and every
+ * query is sent to POST /knowledge/retrieve in each mode (topK 30, minScore -1; a unit's rank is
+ * that of its best chunk). Latency is the client-side HTTP round trip, query embedding included.
+ *
+ * - scifact: SciFact train (../shared/datasets/scifact, not shipped), as bench/scifact.ts builds it.
+ * - paraphrase: test-data/paraphrase (CC0): questions that share few content words with their
+ *   passage, plus keyword "controls"; a hit is relevant when its sectionPath holds the passage id.
+ *   The content-word overlap of the questions is checked and reported (`--overlap`: per query).
+ *   `--distractors N` indexes N synthetic sections (same vocabulary) beside the 50 passages, a
+ *   harder variant: with 50 candidates only, even a weak dense model finds most passages.
+ * - --scale N,…: synthetic corpora of N ~1,000-character chunks (files of ≤ 5,000 sections),
+ *   random queries per mode through HTTP, and beside them the floor: query embedding and the
+ *   bare store searches (the server's ChunkStore called directly), plus the process RSS.
+ *
+ * Progress goes to stderr; the results (one table) to stdout.
+ */
+import { parseArgs } from 'node:util';
+import { BenchServer, MODES, type Mode } from './retrieval/harness.js';
+import {
+  latencySummary,
+  meanMetrics,
+  rankMetrics,
+  type QueryMetrics,
+} from './retrieval/metrics.js';
+import {
+  loadParaphrase,
+  overlapReport,
+  validateParaphrase,
+  type OverlapSummary,
+} from './retrieval/paraphrase.js';
+import {
+  CONTROL_GROUP,
+  PARAPHRASE_GROUP,
+  paraphraseSet,
+  SCIFACT_DIR,
+  scifactSet,
+  type EvalSet,
+} from './retrieval/sets.js';
+import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
+
+const { values } = parseArgs({
+  options: {
+    sets: { type: 'string', default: 'scifact,paraphrase' },
+    limit: { type: 'string' },
+    modes: { type: 'string', default: MODES.join(',') },
+    scale: { type: 'string', default: '' },
+    'scale-queries': { type: 'string', default: '200' },
+    'files-per': { type: 'string', default: '5000' },
+    seed: { type: 'string', default: '42' },
+    dataset: { type: 'string', default: SCIFACT_DIR },
+    overlap: { type: 'boolean', default: false },
+    distractors: { type: 'string', default: '0' },
+  },
+});
+
+const log = (line: string) => process.stderr.write(line + '\n');
+const list = (s: string) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '' && x !== 'none');
+const limit = values.limit === undefined ? undefined : Number(values.limit);
+const modes = list(values.modes).map((m) => {
+  if (!(MODES as readonly string[]).includes(m)) throw new Error(`unknown mode ${m}`);
+  return m as Mode;
+});
+const sets = list(values.sets);
+for (const s of sets)
+  if (s !== 'scifact' && s !== 'paraphrase') throw new Error(`unknown set ${s}`);
+const scales = list(values.scale).map((n) => {
+  const v = Number(n.replace(/k$/i, '000'));
+  if (!Number.isInteger(v) || v < 1) throw new Error(`bad --scale value ${n}`);
+  return v;
+});
+const seed = Number(values.seed);
+
+const fmt = (x: number, digits = 3) => x.toFixed(digits);
+const ms = (x: number) => x.toFixed(1);
+const ms2 = (x: number) => x.toFixed(2);
+const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
+/** Peak resident set size of the process so far (bytes). */
+const maxRss = () => process.resourceUsage().maxRSS * 1024;
+
+interface Row {
+  set: string;
+  mode: Mode;
+  queries: number;
+  quality?: QueryMetrics;
+  p50: number;
+  p95: number;
+}
+const rows: Row[] = [];
+const notes: string[] = [];
+
+// --- the paraphrase set's own check -------------------------------------------------------------
+
+function overlapLine(s: OverlapSummary): string {
+  const pct = (x: number) => `${Math.round(x * 100)} %`;
+  return (
+    `${s.kind} questions (${s.queries}): mean Jaccard of stemmed content words ${fmt(s.meanJaccard)}, ` +
+    `mean shared ${s.meanShared.toFixed(2)} (≤ 1 shared: ${pct(s.atMostOneShared)}); ` +
+    `FTS5 porter terms shared: mean ${s.meanPorterShared.toFixed(2)}, none ${pct(s.noPorterShared)}, ≤ 1 ${pct(s.atMostOnePorterShared)}`
+  );
+}
+
+const paraphrase = sets.includes('paraphrase') || values.overlap ? loadParaphrase() : undefined;
+if (paraphrase !== undefined) {
+  const problems = validateParaphrase(paraphrase);
+  if (problems.length > 0) throw new Error(`test-data/paraphrase:\n${problems.join('\n')}`);
+  const report = overlapReport(paraphrase);
+  if (values.overlap) {
+    console.log('| query | kind | passage | Jaccard | shared stems | shared FTS5 terms |');
+    console.log('|---|---|---|---|---|---|');
+    for (const r of report.perQuery)
+      console.log(
+        `| ${r.id} | ${r.kind} | ${r.passage} | ${fmt(r.jaccard)} | ${r.shared.join(' ')} | ${r.porterShared.join(' ')} |`,
+      );
+    console.log('');
+    for (const s of report.summary) console.log(overlapLine(s));
+    process.exit(0);
+  }
+  const lengths = [...paraphrase.passages.values()].map((p) => p.body.length);
+  notes.push(
+    `paraphrase set: ${paraphrase.passages.size} passages (${Math.min(...lengths)}–${Math.max(...lengths)} chars) in ${paraphrase.docs.length} documents, ${paraphrase.queries.length} questions`,
+  );
+  for (const s of report.summary) notes.push(overlapLine(s));
+}
+
+// --- quality sets -------------------------------------------------------------------------------
+
+async function runSet(set: EvalSet): Promise<void> {
+  const bench = await BenchServer.start(set.name);
+  try {
+    let chunks = 0;
+    const t = performance.now();
+    for (const file of set.files) {
+      const doc = await bench.ingest(file.name, file.markdown, set.index);
+      chunks += doc.chunkCount;
+    }
+    const ingestMs = performance.now() - t;
+    notes.push(
+      `${set.name}: ${set.files.length} file(s) → ${chunks} chunks indexed in ${(ingestMs / 1000).toFixed(1)} s over HTTP`,
+    );
+    log(`${set.name}: ${chunks} chunks in ${(ingestMs / 1000).toFixed(1)} s`);
+    const groups = [...new Set(set.queries.map((q) => q.group))];
+    for (const mode of modes) {
+      for (const q of set.queries.slice(0, 3)) await bench.retrieve(q.text, mode, 30); // warm-up
+      const perGroup = new Map<string, { metrics: QueryMetrics[]; latencies: number[] }>(
+        groups.map((g) => [g, { metrics: [], latencies: [] }]),
+      );
+      for (const q of set.queries) {
+        const { items, ms: elapsed } = await bench.retrieve(q.text, mode, 30);
+        const ranked = [...new Set(items.map((hit) => set.keyOf(hit)))];
+        const g = perGroup.get(q.group)!;
+        g.metrics.push(rankMetrics(ranked, q.relevant));
+        g.latencies.push(elapsed);
+      }
+      for (const [group, g] of perGroup) {
+        const lat = latencySummary(g.latencies);
+        rows.push({
+          set: group,
+          mode,
+          queries: g.metrics.length,
+          quality: meanMetrics(g.metrics),
+          ...lat,
+        });
+        log(`  ${group} ${mode}: nDCG@10 ${fmt(meanMetrics(g.metrics).ndcg10)}`);
+      }
+    }
+  } finally {
+    await bench.close();
+  }
+}
+
+for (const name of sets) {
+  if (name === 'scifact') await runSet(scifactSet(values.dataset, limit));
+  else {
+    const distractors = Number(values.distractors);
+    const set = paraphraseSet(paraphrase, limit);
+    if (distractors > 0) {
+      const generator = new SentenceGenerator(
+        set.files.map((f) => f.markdown),
+        rng(seed),
+      );
+      set.files = [...set.files, ...syntheticFiles(generator, distractors)];
+      for (const q of set.queries) q.group += ` + ${distractors} distractors`;
+    }
+    await runSet(set);
+  }
+}
+
+// --- scale --------------------------------------------------------------------------------------
+
+async function runScale(n: number): Promise<void> {
+  const random = rng(seed + n);
+  const generator = new SentenceGenerator(
+    (paraphrase ?? loadParaphrase()).docs.map((d) => d.markdown),
+    random,
+  );
+  const label = n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n);
+  const bench = await BenchServer.start(`scale-${label}`);
+  try {
+    let chunks = 0;
+    let files = 0;
+    const t = performance.now();
+    for (const file of syntheticFiles(generator, n, Number(values['files-per']))) {
+      const doc = await bench.ingest(file.name, file.markdown);
+      chunks += doc.chunkCount;
+      files++;
+      log(
+        `scale ${label}: ${file.name} (${file.sections} sections, ${mb(file.markdown.length)}) → ${doc.chunkCount} chunks in ${(doc.ms / 1000).toFixed(1)} s; RSS ${mb(process.memoryUsage().rss)}`,
+      );
+    }
+    const ingestS = (performance.now() - t) / 1000;
+    const rssIndexed = process.memoryUsage().rss;
+    const queries = Array.from({ length: Number(values['scale-queries']) }, () =>
+      generator.query(),
+    );
+    for (const mode of modes) {
+      for (const q of queries.slice(0, 5)) await bench.retrieve(q, mode, 10); // warm-up
+      const latencies: number[] = [];
+      for (const q of queries) latencies.push((await bench.retrieve(q, mode, 10)).ms);
+      rows.push({
+        set: `synthetic ${label} chunks`,
+        mode,
+        queries: queries.length,
+        ...latencySummary(latencies),
+      });
+      log(`  scale ${label} ${mode}: p50 ${ms(latencySummary(latencies).p50)} ms`);
+    }
+
+    // The floor: the same work without HTTP, routing, fusion or row fetching.
+    const embedder = bench.server.ctx.knowledge.embedder;
+    const store = bench.store();
+    const embedMs: number[] = [];
+    const vectors: Float32Array[] = [];
+    for (const q of queries) {
+      const t0 = performance.now();
+      vectors.push(await embedder.embedQuery(q));
+      embedMs.push(performance.now() - t0);
+    }
+    let floor = `query embedding p50 ${ms2(latencySummary(embedMs).p50)} / p95 ${ms2(latencySummary(embedMs).p95)} ms`;
+    if (store === undefined) {
+      floor += '; bare store searches unavailable (RetrievalService.store not found)';
+    } else {
+      const vectorMs: number[] = [];
+      const keywordMs: number[] = [];
+      queries.forEach((q, i) => {
+        const t0 = performance.now();
+        store.vectorSearch(vectors[i]!, embedder.model, {}, 100);
+        vectorMs.push(performance.now() - t0);
+        const t1 = performance.now();
+        store.keywordSearch(q, {}, 100);
+        keywordMs.push(performance.now() - t1);
+      });
+      const v = latencySummary(vectorMs);
+      const k = latencySummary(keywordMs);
+      floor +=
+        `; bare vector search (k=100) p50 ${ms2(v.p50)} / p95 ${ms2(v.p95)} ms` +
+        `; bare keyword search (100) p50 ${ms2(k.p50)} / p95 ${ms2(k.p95)} ms`;
+    }
+    notes.push(
+      `synthetic ${label}: ${files} files → ${chunks} chunks indexed in ${ingestS.toFixed(1)} s over HTTP (vocabulary ${generator.vocabulary} words + 20,000 pseudo-words); ${floor}; RSS ${mb(rssIndexed)} after indexing, ${mb(process.memoryUsage().rss)} after queries, peak ${mb(maxRss())}`,
+    );
+  } finally {
+    await bench.close();
+  }
+}
+
+for (const n of scales) await runScale(n);
+
+// --- results ------------------------------------------------------------------------------------
+
+const dash = '–';
+console.log('');
+for (const note of notes) console.log(`- ${note}`);
+console.log('');
+console.log('| set | mode | queries | nDCG@10 | Recall@5 | Recall@10 | MRR@10 | p50 ms | p95 ms |');
+console.log('|---|---|---|---|---|---|---|---|---|');
+for (const r of rows) {
+  const q = r.quality;
+  console.log(
+    `| ${r.set} | ${r.mode} | ${r.queries} | ${q ? fmt(q.ndcg10) : dash} | ${q ? fmt(q.recall5) : dash} | ${q ? fmt(q.recall10) : dash} | ${q ? fmt(q.mrr10) : dash} | ${ms(r.p50)} | ${ms(r.p95)} |`,
+  );
+}
+const recall5 = (set: string, mode: Mode) =>
+  rows.find((r) => r.set === set && r.mode === mode)?.quality?.recall5;
+const paraphraseGroups = [...new Set(rows.map((r) => r.set))].filter(
+  (g) => g.startsWith(PARAPHRASE_GROUP) || g.startsWith(CONTROL_GROUP),
+);
+for (const group of paraphraseGroups) {
+  const hybrid = recall5(group, 'hybrid');
+  const keyword = recall5(group, 'keyword');
+  if (hybrid !== undefined && keyword !== undefined) {
+    const diff = (hybrid - keyword) * 100;
+    console.log(
+      `\n${group}: Recall@5 hybrid − keyword = ${diff >= 0 ? '+' : ''}${diff.toFixed(1)} points (${fmt(hybrid)} vs ${fmt(keyword)})`,
+    );
+  }
+}
+console.log(`\nPeak RSS of the benchmark process (server in process): ${mb(maxRss())}`);

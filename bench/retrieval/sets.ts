@@ -1,0 +1,90 @@
+/** The evaluation sets: what to upload, how to index it, the queries and what counts as relevant. */
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Hit } from './harness.js';
+import { loadParaphrase, PASSAGE_ID, type ParaphraseSet } from './paraphrase.js';
+
+export const SCIFACT_DIR = resolve(import.meta.dirname, '../../../shared/datasets/scifact');
+
+export interface EvalQuery {
+  id: string;
+  text: string;
+  relevant: Set<string>;
+  /** Row of the results table the query is reported under. */
+  group: string;
+}
+
+export interface EvalSet {
+  name: string;
+  files: { name: string; markdown: string }[];
+  index: { maxChars?: number; overlapChars?: number };
+  queries: EvalQuery[];
+  /** The unit a hit is judged as (document or passage id); hits of one unit count once. */
+  keyOf(hit: Hit): string;
+}
+
+/**
+ * SciFact train as bench/scifact.ts builds it: one markdown file, one `# <doc id>` section per
+ * abstract (title as first line), one chunk per abstract (maxChars 8000). Read from the shared
+ * dataset folder at run time; never copied (CC BY-NC).
+ */
+export function scifactSet(dir = SCIFACT_DIR, limit?: number): EvalSet {
+  interface Row {
+    _id: string;
+    title?: string;
+    text: string;
+  }
+  const readJsonl = (file: string): Row[] =>
+    readFileSync(join(dir, file), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Row);
+  const corpus = readJsonl('corpus.jsonl');
+  const qrels = new Map<string, Set<string>>();
+  for (const line of readFileSync(join(dir, 'qrels-train.tsv'), 'utf8').split('\n').slice(1)) {
+    const [q, d, score] = line.split('\t');
+    if (q === undefined || d === undefined || Number(score) <= 0) continue;
+    if (!qrels.has(q)) qrels.set(q, new Set());
+    qrels.get(q)?.add(d);
+  }
+  const queries = readJsonl('queries-train.jsonl')
+    .filter((q) => qrels.has(q._id))
+    .slice(0, limit)
+    .map((q) => ({
+      id: q._id,
+      text: q.text,
+      relevant: qrels.get(q._id) ?? new Set<string>(),
+      group: 'scifact train',
+    }));
+  const markdown = corpus.map((d) => `# ${d._id}\n\n${d.title ?? ''}\n\n${d.text}\n`).join('\n');
+  return {
+    name: 'scifact',
+    files: [{ name: 'scifact.md', markdown }],
+    index: { maxChars: 8000, overlapChars: 400 },
+    queries,
+    keyOf: (hit) => hit.sectionPath.split(' > ')[0] ?? '',
+  };
+}
+
+export const PARAPHRASE_GROUP = 'paraphrase';
+export const CONTROL_GROUP = 'paraphrase controls';
+
+/**
+ * The paraphrase set, default chunking (each passage is one chunk). A hit is relevant when its
+ * `sectionPath` holds the passage id; hits outside any passage (document intros) are distinct
+ * non-relevant units.
+ */
+export function paraphraseSet(set: ParaphraseSet = loadParaphrase(), limit?: number): EvalSet {
+  return {
+    name: 'paraphrase',
+    files: set.docs,
+    index: {},
+    queries: set.queries.slice(0, limit).map((q) => ({
+      id: q.id,
+      text: q.query,
+      relevant: new Set([q.passage]),
+      group: q.kind === 'keyword' ? CONTROL_GROUP : PARAPHRASE_GROUP,
+    })),
+    keyOf: (hit) => PASSAGE_ID.exec(hit.sectionPath)?.[0] ?? `chunk:${hit.id}`,
+  };
+}

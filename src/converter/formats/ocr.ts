@@ -1,0 +1,265 @@
+/**
+ * OCR with tesseract.js, offline: traineddata comes from the `@tesseract.js-data/<lang>` npm
+ * packages (English is a dependency; more languages work once their package is installed), never
+ * from the CDN tesseract.js falls back to when `langPath` is unset. One worker per conversion,
+ * started on the first page that needs it and terminated at the end. Also the line-joining rules
+ * shared by OCR output and PDF text layers.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type Tesseract from 'tesseract.js';
+import { PAGE_MARKER_PATTERN, pageMarker } from '../../knowledge/chunker.js';
+import { EXIT_CODES } from '../contract.js';
+import { ConvertError } from './convert-error.js';
+import { normalizeText } from './text.js';
+
+const require = createRequire(import.meta.url);
+const DATA_SCOPE = '@tesseract.js-data';
+/** Integer LSTM models first (small, fast to load, as accurate as "best"); then the full ones. */
+const MODEL_DIRS = ['4.0.0_best_int', '4.0.0'];
+const LANG_CODE = /^[A-Za-z_]+$/;
+
+/**
+ * Above this many pixels an image is downscaled before OCR: an A4 page at 400 dpi is ~15 MP, and
+ * more resolution makes tesseract slower without making it more accurate.
+ */
+export const OCR_MAX_PIXELS = 16_000_000;
+/** Pages whose mean word confidence is below this get a warning. */
+const LOW_CONFIDENCE = 60;
+
+/** 8-bit grey pixels, rows top to bottom (what tesseract binarises anyway: RGBA is 4× the copy). */
+export interface GrayImage {
+  width: number;
+  height: number;
+  pixels: Uint8Array;
+}
+
+/** The part of a 2D canvas context the converters read pixels through (any canvas build). */
+export interface PixelSource {
+  getImageData(x: number, y: number, width: number, height: number): { data: Uint8ClampedArray };
+}
+
+/** Adds the milliseconds since `since` to `timings[stage]` (stages repeat once per page). */
+export function addTime(timings: Record<string, number>, stage: string, since: number): void {
+  const total = (timings[stage] ?? 0) + performance.now() - since;
+  timings[stage] = Math.round(total * 10) / 10;
+}
+
+/** The language packages installed next to this one, e.g. `['deu', 'eng']`. */
+export function installedLanguages(): string[] {
+  const found = new Set<string>();
+  for (const dir of require.resolve.paths(`${DATA_SCOPE}/eng`) ?? []) {
+    const scope = join(dir, DATA_SCOPE);
+    if (existsSync(scope)) for (const name of readdirSync(scope)) found.add(name);
+  }
+  return [...found].sort();
+}
+
+/** `eng+deu` → each language's traineddata file; a language not installed is a usage error. */
+export function resolveLanguages(lang: string): Map<string, string> {
+  const files = new Map<string, string>();
+  const missing: string[] = [];
+  for (const code of lang.split('+')) {
+    let file: string | undefined;
+    if (LANG_CODE.test(code)) {
+      try {
+        const dir = dirname(require.resolve(`${DATA_SCOPE}/${code}/package.json`));
+        file = MODEL_DIRS.map((m) => join(dir, m, `${code}.traineddata.gz`)).find(existsSync);
+      } catch {
+        // not installed: reported below together with the others
+      }
+    }
+    if (file === undefined) missing.push(code);
+    else files.set(code, file);
+  }
+  if (missing.length > 0) {
+    const installed = installedLanguages().join(', ') || 'none';
+    throw new ConvertError(
+      EXIT_CODES.USAGE,
+      `OCR language ${missing.join(', ')} is not installed (npm package ` +
+        `${missing.map((c) => `${DATA_SCOPE}/${c}`).join(', ')}); installed: ${installed}`,
+    );
+  }
+  return files;
+}
+
+/**
+ * Grey pixels of a canvas, read in strips of ~4 MB so a large page never needs a second full-size
+ * RGBA copy. Transparent pixels count as white paper.
+ */
+export function grayFromContext(context: PixelSource, width: number, height: number): GrayImage {
+  const pixels = new Uint8Array(width * height);
+  const strip = Math.max(1, Math.floor(4_000_000 / (width * 4)));
+  for (let top = 0; top < height; top += strip) {
+    const rows = Math.min(strip, height - top);
+    const { data } = context.getImageData(0, top, width, rows);
+    const offset = top * width;
+    for (let i = 0; i < width * rows; i++) {
+      const j = i * 4;
+      const luma = ((data[j] ?? 0) * 77 + (data[j + 1] ?? 0) * 150 + (data[j + 2] ?? 0) * 29) >> 8;
+      const alpha = data[j + 3] ?? 0;
+      pixels[offset + i] = 255 - (((255 - luma) * alpha) >> 8);
+    }
+  }
+  return { width, height, pixels };
+}
+
+/** Nothing printed on it: rendering noise aside, no dark pixels. OCR'ing it would only cost time. */
+export function isBlank(image: GrayImage): boolean {
+  const allowed = Math.max(64, image.pixels.length / 100_000);
+  let dark = 0;
+  for (const value of image.pixels) if (value < 128 && ++dark > allowed) return false;
+  return true;
+}
+
+/**
+ * Joins the lines of one paragraph. A hyphen between two lowercase letters at a line end is a
+ * word split by the layout (`organi-` + `zation` → `organization`); before a capital or a digit it
+ * is part of the word (`North-` + `East` → `North-East`). Soft hyphens always go.
+ */
+export function joinLines(lines: readonly string[]): string {
+  let out = '';
+  for (const raw of lines) {
+    const line = raw.trim();
+    if (line === '') continue;
+    if (out === '') out = line;
+    else if (out.endsWith('\u00AD') || (/\p{Ll}-$/u.test(out) && /^\p{Ll}/u.test(line))) {
+      out = out.slice(0, -1) + line;
+    } else if (/[\p{L}\p{N}]-$/u.test(out)) out += line;
+    else out += ` ${line}`;
+  }
+  return out.replace(/\u00AD/g, '').replace(/\s+/g, ' ');
+}
+
+/**
+ * A paragraph that would read as markup it is not: a `#` heading, or a line the chunker would take
+ * for a page marker (which would shift every page number after it).
+ */
+export function escapeParagraph(text: string): string {
+  return PAGE_MARKER_PATTERN.test(text) || /^#{1,6}(?:\s|$)/.test(text) ? `\\${text}` : text;
+}
+
+/** Tesseract's text (lines, blank line between paragraphs) → markdown paragraphs. */
+export function ocrTextToMarkdown(text: string): string {
+  return normalizeText(text)
+    .split(/\n[ \t]*\n/)
+    .map((p) => escapeParagraph(joinLines(p.split('\n'))))
+    .filter((p) => p !== '')
+    .join('\n\n');
+}
+
+/** Markdown of pages → one document, `<!-- page: n -->` before each page (also an empty one). */
+export function withPageMarkers(pages: readonly string[]): string {
+  const parts = pages.map((m, i) =>
+    m === '' ? pageMarker(i + 1) : `${pageMarker(i + 1)}\n\n${m}`,
+  );
+  return `${parts.join('\n\n')}\n`;
+}
+
+/** A PGM file: the simplest format Leptonica reads, and no encoding cost. */
+function toPgm(image: GrayImage): Buffer {
+  const header = Buffer.from(`P5\n${image.width} ${image.height}\n255\n`, 'latin1');
+  return Buffer.concat([header, image.pixels]);
+}
+
+/** OCR of one conversion: records which pages were OCR'd and how confident tesseract was. */
+export class OcrSession {
+  readonly pages: number[] = [];
+  private readonly confidences: number[] = [];
+  private readonly lowConfidence: string[] = [];
+  private worker: Promise<Tesseract.Worker> | undefined;
+  private dataDir: string | undefined;
+  private dpi = -1;
+
+  constructor(
+    private readonly lang: string,
+    private readonly timings: Record<string, number>,
+  ) {}
+
+  /**
+   * OCRs one page and returns its markdown ('' when nothing was found). `dpi` is the resolution
+   * the page was rendered at (0: unknown, tesseract estimates it from the glyphs).
+   */
+  async recognize(page: number, image: GrayImage, dpi = 0): Promise<string> {
+    const worker = await (this.worker ??= this.start());
+    if (dpi !== this.dpi) {
+      await worker.setParameters({ user_defined_dpi: String(dpi) });
+      this.dpi = dpi;
+    }
+    const started = performance.now();
+    const { data } = await worker.recognize(toPgm(image));
+    addTime(this.timings, 'ocr', started);
+    this.pages.push(page);
+    const markdown = ocrTextToMarkdown(data.text);
+    if (markdown !== '') {
+      this.confidences.push(data.confidence);
+      if (data.confidence < LOW_CONFIDENCE) this.lowConfidence.push(`${page} (${data.confidence})`);
+    }
+    return markdown;
+  }
+
+  /** Mean confidence (0..100) over the OCR'd pages that had text; null when none had. */
+  meanConfidence(): number | null {
+    if (this.confidences.length === 0) return null;
+    const sum = this.confidences.reduce((a, b) => a + b, 0);
+    return Math.round((sum / this.confidences.length) * 10) / 10;
+  }
+
+  warnings(): string[] {
+    if (this.lowConfidence.length === 0) return [];
+    const pages = `page${this.lowConfidence.length === 1 ? '' : 's'} ${this.lowConfidence.join(', ')}`;
+    return [`OCR confidence is low on ${pages}: the text may be inaccurate`];
+  }
+
+  /** Terminates the worker (also after a failure) and removes the traineddata links. */
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    await worker?.then(
+      (w) => w.terminate(),
+      () => undefined,
+    );
+    if (this.dataDir !== undefined) await rm(this.dataDir, { recursive: true, force: true });
+  }
+
+  private async start(): Promise<Tesseract.Worker> {
+    const started = performance.now();
+    const files = resolveLanguages(this.lang);
+    try {
+      const worker = await this.createWorker(files);
+      addTime(this.timings, 'ocrInit', started);
+      return worker;
+    } catch (error) {
+      // Not the document's fault: without this, every page would count as unreadable.
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new ConvertError(EXIT_CODES.FAILED, `the OCR engine did not start (${reason})`);
+    }
+  }
+
+  private async createWorker(files: Map<string, string>): Promise<Tesseract.Worker> {
+    // tesseract.js reads every language from one `langPath`: link the packages' files into one.
+    this.dataDir = await mkdtemp(join(tmpdir(), 'aps-convert-ocr-'));
+    for (const [code, file] of files) {
+      await symlink(file, join(this.dataDir, `${code}.traineddata.gz`));
+    }
+    const { createWorker, OEM, PSM } = (await import('tesseract.js')).default;
+    const worker = await createWorker([...files.keys()].join('+'), OEM.LSTM_ONLY, {
+      langPath: this.dataDir,
+      gzip: true,
+      cachePath: this.dataDir,
+      cacheMethod: 'none',
+    });
+    await worker.setParameters({
+      // The API default is one uniform block; pages need layout analysis (columns, paragraphs).
+      tessedit_pageseg_mode: PSM.AUTO,
+      // Tesseract's diagnostics ("Estimating resolution as 300") would land on our stderr, which
+      // carries one line per problem by contract.
+      debug_file: '/dev/null',
+    });
+    return worker;
+  }
+}
