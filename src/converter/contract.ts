@@ -40,6 +40,6 @@ export const CONVERTER_NAME = 'aps-convert';
  * Version of the bundled converter's output. Bump it when the markdown it produces changes, so
  * that documents indexed by an older converter can be told apart (and re-indexed) later.
  */
-export const CONVERTER_VERSION = '1.0.0';
+export const CONVERTER_VERSION = '1.1.0';
 
 export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
