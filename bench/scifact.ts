@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
+import { rankMetrics } from './retrieval/metrics.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,20 +55,6 @@ for (const line of readFileSync(join(values.dataset, 'qrels-train.tsv'), 'utf8')
 }
 queries = queries.filter((q) => qrels.has(q._id));
 if (values.limit !== undefined) queries = queries.slice(0, Number(values.limit));
-
-/** BEIR metrics with binary relevance. */
-function metrics(ranked: string[], relevant: Set<string>) {
-  const top = ranked.slice(0, 10);
-  let dcg = 0;
-  top.forEach((d, i) => {
-    if (relevant.has(d)) dcg += 1 / Math.log2(i + 2);
-  });
-  let idcg = 0;
-  for (let i = 0; i < Math.min(relevant.size, 10); i++) idcg += 1 / Math.log2(i + 2);
-  const hits = top.filter((d) => relevant.has(d)).length;
-  const first = top.findIndex((d) => relevant.has(d));
-  return { ndcg: dcg / idcg, recall: hits / relevant.size, mrr: first < 0 ? 0 : 1 / (first + 1) };
-}
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
@@ -129,10 +116,10 @@ try {
       const body = (await res.json()) as { items: { sectionPath: string }[] };
       latencies.push(performance.now() - t);
       const ranked = [...new Set(body.items.map((i) => i.sectionPath.split(' > ')[0] ?? ''))];
-      const m = metrics(ranked, qrels.get(q._id) ?? new Set());
-      sums.ndcg += m.ndcg;
-      sums.recall += m.recall;
-      sums.mrr += m.mrr;
+      const m = rankMetrics(ranked, qrels.get(q._id) ?? new Set());
+      sums.ndcg += m.ndcg10;
+      sums.recall += m.recall10;
+      sums.mrr += m.mrr10;
     }
     latencies.sort((a, b) => a - b);
     const n = queries.length;

@@ -1,53 +1,14 @@
 /** `aps-convert` end to end, as a real process (dist/converter/cli.js), alone and via the runner. */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCommands } from '../../src/converter/commands.js';
-import { EXIT_CODES, type ConverterMeta } from '../../src/converter/contract.js';
+import { EXIT_CODES } from '../../src/converter/contract.js';
 import { runConverter } from '../../src/converter/runner.js';
 import { AppError } from '../../src/errors.js';
+import { convert } from './fixtures/documents.js';
 import { CLI, ensureConverterBuilt, knowledgeConfig, SAMPLES, tempDir } from './helpers.js';
-
-interface Run {
-  code: number;
-  stderr: string;
-  markdown: string | null;
-  meta: ConverterMeta | null;
-  out: string;
-}
-
-/** Writes `content` to a file called `name` and converts it. */
-function convert(
-  name: string,
-  content: string | Uint8Array,
-  args: string[] = [],
-  env: Record<string, string> = {},
-): Promise<Run> {
-  const dir = tempDir();
-  const input = join(dir, name);
-  writeFileSync(input, content);
-  const out = join(dir, 'out');
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, input, '--output-dir', out, ...args],
-      { env: { PATH: process.env.PATH, ...env } },
-      (error, _stdout, stderr) => {
-        const read = (f: string) =>
-          existsSync(join(out, f)) ? readFileSync(join(out, f), 'utf8') : null;
-        const meta = read('meta.json');
-        resolve({
-          code: typeof error?.code === 'number' ? error.code : error ? -1 : 0,
-          stderr,
-          markdown: read('document.md'),
-          meta: meta === null ? null : (JSON.parse(meta) as ConverterMeta),
-          out,
-        });
-      },
-    );
-  });
-}
 
 beforeAll(() => {
   ensureConverterBuilt();
