@@ -146,6 +146,41 @@ describe('retrieve', () => {
     expect((await k.retrieve({ query: 'x', mode: 'magic' })).statusCode).toBe(400);
   });
 
+  it('never returns chunks of a document whose re-index failed, even when they rank first', async () => {
+    const astronomy = ids['astronomy.md']!;
+    const setStatus = (status: string) =>
+      t.ctx.database.db
+        .updateTable('knowledge_documents')
+        .set({ status: status as 'failed' })
+        .where('id', '=', astronomy)
+        .execute();
+    await setStatus('failed');
+    try {
+      for (const mode of ['keyword', 'hybrid', 'semantic']) {
+        const hits = await k.hits({
+          query: 'jupiter largest planet storm supernova',
+          mode,
+          topK: 10,
+        });
+        expect(
+          hits.some((h) => h.documentId === astronomy),
+          mode,
+        ).toBe(false);
+      }
+      // Filtered and unfiltered keyword paths agree.
+      const scoped = await k.hits({
+        query: 'dough pasta',
+        mode: 'keyword',
+        projectId: 'kitchen',
+        topK: 10,
+      });
+      const all = await k.hits({ query: 'dough pasta', mode: 'keyword', topK: 10 });
+      expect(all.map((h) => [h.id, h.score])).toEqual(scoped.map((h) => [h.id, h.score]));
+    } finally {
+      await setStatus('indexed');
+    }
+  });
+
   it('never throws on FTS5 syntax in the query', async () => {
     for (const query of [
       '"unbalanced',

@@ -15,6 +15,20 @@ const SEARCHABLE = `d.status in ('indexed', 'indexing')`;
 /** BM25 column weights: chunk_id, document_id (unindexed), document_name, section_path, content. */
 const BM25 = 'bm25(knowledge_chunks_fts, 0, 0, 1.5, 2.0, 1.0)';
 
+function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] ?? 0;
+    const y = b[i] ?? 0;
+    dot += x * y;
+    na += x * x;
+    nb += y * y;
+  }
+  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+}
+
 /** `and …` conditions for the scope filters, on the given project and document columns. */
 function scopeSql(
   filter: SearchFilter,
@@ -165,6 +179,10 @@ export class SqliteChunkStore implements ChunkStore {
   keywordSearch(query: string, filter: SearchFilter, limit: number): Candidate[] {
     const match = buildFtsQuery(query);
     if (match === null) return [];
+    if (filter.projectId === undefined) {
+      const ranked = this.keywordFast(match, filter.documentId, limit);
+      if (ranked !== null) return ranked;
+    }
     const params: unknown[] = [match];
     const scope = scopeSql(filter, params);
     params.push(limit);
@@ -178,6 +196,46 @@ export class SqliteChunkStore implements ChunkStore {
          order by ${BM25} limit ?`,
       )
       .all(...params) as Candidate[];
+  }
+
+  /**
+   * Ranks inside the FTS5 table alone (joining every match is ~4× slower), then drops the few
+   * candidates of unsearchable documents. Null when too many were dropped to be sure of the top
+   * `limit`: the caller then runs the exact joined query.
+   */
+  private keywordFast(
+    match: string,
+    documentId: string | undefined,
+    limit: number,
+  ): Candidate[] | null {
+    const fetch = limit + 32;
+    const params: unknown[] = [match];
+    let scope = '';
+    if (documentId !== undefined) {
+      scope = ' and document_id = ?';
+      params.push(documentId);
+    }
+    params.push(fetch);
+    const ranked = this.db
+      .prepare(
+        `select chunk_id as chunkId, -${BM25} as score from knowledge_chunks_fts
+         where knowledge_chunks_fts match ?${scope} order by ${BM25} limit ?`,
+      )
+      .all(...params) as Candidate[];
+    if (ranked.length === 0) return ranked;
+    const searchable = new Set(
+      (
+        this.db
+          .prepare(
+            `select c.id from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+             where c.id in (select value from json_each(?)) and ${SEARCHABLE}`,
+          )
+          .all(JSON.stringify(ranked.map((r) => r.chunkId))) as { id: string }[]
+      ).map((r) => r.id),
+    );
+    const kept = ranked.filter((r) => searchable.has(r.chunkId));
+    if (kept.length < limit && ranked.length === fetch) return null;
+    return kept.slice(0, limit);
   }
 
   vectorSearch(
@@ -206,14 +264,17 @@ export class SqliteChunkStore implements ChunkStore {
 
   similarities(vector: Float32Array, model: string, chunkIds: string[]): Map<string, number> {
     const table = this.vectorTable(model, vector.length, false);
-    if (table === null || chunkIds.length === 0) return new Map();
-    const rows = this.db
-      .prepare(
-        `select chunk_id as chunkId, 1 - vec_distance_cosine(embedding, ?) as score
-         from ${table} where chunk_id in (select value from json_each(?))`,
-      )
-      .all(vector, JSON.stringify(chunkIds)) as Candidate[];
-    return new Map(rows.map((r) => [r.chunkId, r.score]));
+    const result = new Map<string, number>();
+    if (table === null || chunkIds.length === 0) return result;
+    // Point lookups by primary key: an IN list over a vec0 table would scan every vector.
+    const lookup = this.db.prepare(`select embedding from ${table} where chunk_id = ?`).pluck();
+    for (const id of chunkIds) {
+      const blob = lookup.get(id) as Buffer | undefined;
+      if (blob === undefined) continue;
+      const other = new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4);
+      result.set(id, cosine(vector, other));
+    }
+    return result;
   }
 
   hits(chunkIds: string[]): ChunkHit[] {
