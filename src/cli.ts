@@ -82,6 +82,47 @@ program
     }
   });
 
+/** `[#####-----] 5/10 name`: one line per step without a terminal, redrawn in place with one. */
+function progressLine(done: number, total: number, label: string, width = 20): string {
+  const filled = total === 0 ? width : Math.round((done / total) * width);
+  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} ${label}`;
+}
+
+program
+  .command('reindex')
+  .description('Re-index documents; --stale: those embedded with another model than the active one')
+  .option('--stale', 'only documents whose chunks were embedded with another model')
+  .action(async (opts: { stale?: boolean }) => {
+    if (opts.stale !== true) throw new InvalidArgumentError('say which documents: --stale');
+    await withContext(async (ctx) => {
+      const { documents, indexing, embedder } = ctx.knowledge;
+      await embedder.ready();
+      const stale = await documents.list({
+        staleFor: embedder.model,
+        limit: Number.MAX_SAFE_INTEGER,
+      });
+      const tty = process.stderr.isTTY;
+      let failed = 0;
+      for (const [i, doc] of stale.entries()) {
+        const line = progressLine(i, stale.length, doc.name);
+        process.stderr.write(tty ? `\r${line}` : `${line}\n`);
+        try {
+          await indexing.reindex(doc.id);
+        } catch (error) {
+          failed += 1;
+          process.stderr.write(
+            `${tty ? '\n' : ''}failed ${doc.id} (${doc.name}): ${(error as Error).message}\n`,
+          );
+        }
+      }
+      process.stderr.write(`${progressLine(stale.length, stale.length, 'done')}\n`);
+      console.log(
+        `re-embedded ${stale.length - failed} of ${stale.length} stale documents with ${embedder.model}`,
+      );
+      if (failed > 0) process.exitCode = 1;
+    });
+  });
+
 const keys = program.command('keys').description('Manage API keys');
 
 keys

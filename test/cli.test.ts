@@ -22,22 +22,23 @@ describe('aps CLI', () => {
   it('migrate, migrate status', async () => {
     const dir = tempDir();
     expect((await aps(dir, ['migrate', 'status'])).stdout).toMatch(
-      /pending\s+0001_auth\npending\s+0002_knowledge\n0 applied, 2 pending/,
+      /pending\s+0001_auth\npending\s+0002_knowledge\npending\s+0003_embedding_reuse\n0 applied, 3 pending/,
     );
     expect((await aps(dir, ['migrate'])).stdout).toMatch(
-      /applied\s+0001_auth .*\napplied\s+0002_knowledge .*\n2 applied, 0 pending/,
+      /applied\s+0001_auth .*\napplied\s+0002_knowledge .*\napplied\s+0003_embedding_reuse .*\n3 applied, 0 pending/,
     );
-    expect((await aps(dir, ['migrate', 'status'])).stdout).toMatch(/2 applied, 0 pending/);
+    expect((await aps(dir, ['migrate', 'status'])).stdout).toMatch(/3 applied, 0 pending/);
   });
 
   it('concurrent processes migrate each migration exactly once', async () => {
     const dir = tempDir();
     const results = await Promise.all([1, 2, 3, 4].map(() => aps(dir, ['migrate'])));
-    for (const r of results) expect(r.stdout).toMatch(/2 applied, 0 pending/);
+    for (const r of results) expect(r.stdout).toMatch(/3 applied, 0 pending/);
     const db = new Database(join(dir, 'aps.sqlite'), { readonly: true });
     expect(db.prepare('select name from aps_migrations order by name').all()).toEqual([
       { name: '0001_auth' },
       { name: '0002_knowledge' },
+      { name: '0003_embedding_reuse' },
     ]);
     db.close();
   });

@@ -87,7 +87,7 @@ export interface KnowledgeChunksTable {
   metadata: string;
   embedding_model: string;
   embedding_dimensions: number;
-  /** sha256 of the content: the embedding cache key together with the model. */
+  /** sha256 of the embedded text (section trail + content): with the model, the embedding-cache key. */
   content_hash: string;
   created_at: string;
 }

@@ -5,6 +5,8 @@ import type { Db, DocumentRow, DocumentStatus, KnowledgeDocumentsTable } from '.
 export interface DocumentQuery {
   projectId?: string;
   status?: DocumentStatus;
+  /** Only documents whose chunks were embedded with another model than this one. */
+  staleFor?: string;
   limit: number;
 }
 
@@ -36,6 +38,9 @@ export class DocumentsRepository {
     let q = this.db.selectFrom('knowledge_documents').selectAll();
     if (query.projectId !== undefined) q = q.where('project_id', '=', query.projectId);
     if (query.status !== undefined) q = q.where('status', '=', query.status);
+    if (query.staleFor !== undefined) {
+      q = q.where('embedding_model', 'is not', null).where('embedding_model', '!=', query.staleFor);
+    }
     return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).execute();
   }
 
@@ -71,6 +76,37 @@ export class DocumentsRepository {
       .where('id', '=', id)
       .where('index_token', '=', token)
       .execute();
+  }
+
+  /** Document counts by status, and how many hold chunks of another model than `activeModel`. */
+  async counts(
+    activeModel: string,
+  ): Promise<{ byStatus: Record<DocumentStatus, number>; stale: number }> {
+    const rows = await this.db
+      .selectFrom('knowledge_documents')
+      .select((eb) => [
+        'status',
+        eb.fn.countAll<string | number>().as('n'),
+        eb.fn
+          .sum<string | number | null>(
+            eb.case().when('embedding_model', '!=', activeModel).then(1).else(0).end(),
+          )
+          .as('stale'),
+      ])
+      .groupBy('status')
+      .execute();
+    const byStatus: Record<DocumentStatus, number> = {
+      uploaded: 0,
+      indexing: 0,
+      indexed: 0,
+      failed: 0,
+    };
+    let stale = 0;
+    for (const row of rows) {
+      byStatus[row.status] = Number(row.n);
+      stale += Number(row.stale ?? 0);
+    }
+    return { byStatus, stale };
   }
 
   /** Gives a document left `indexing` by a previous process to a new run. */

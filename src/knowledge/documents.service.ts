@@ -88,6 +88,13 @@ export class DocumentsService {
     return (await this.repo.list(query)).map(toDocument);
   }
 
+  /** What the knowledge base holds, and how much of it needs re-embedding for `activeModel`. */
+  async status(activeModel: string) {
+    const { byStatus, stale } = await this.repo.counts(activeModel);
+    const total = Object.values(byStatus).reduce((a, b) => a + b, 0);
+    return { total, ...byStatus, stale };
+  }
+
   private async getRow(id: string) {
     const row = await this.repo.findById(id);
     if (row === undefined)

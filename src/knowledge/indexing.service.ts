@@ -108,6 +108,17 @@ export class IndexingService {
     return { done: true, result: await job };
   }
 
+  /** Indexes a document again with the parameters of its last run (e.g. after a model change). */
+  async reindex(id: string): Promise<IndexResult> {
+    const row = await this.deps.repo.findById(id);
+    if (row === undefined)
+      throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
+    const stored = row.index_params === null ? {} : (JSON.parse(row.index_params) as IndexBody);
+    const outcome = await this.index(id, { ...stored, async: false });
+    if (!outcome.done) throw new Error('a synchronous index run did not finish');
+    return outcome.result;
+  }
+
   /** Cancels a run of the document in this process (its results would be discarded anyway). */
   cancel(id: string): void {
     this.running.get(id)?.abort(new AppError('KNOWLEDGE_INDEX_CANCELLED'));
@@ -185,6 +196,35 @@ export class IndexingService {
     return row;
   }
 
+  /**
+   * Vectors for the chunks, reusing stored ones of the same model for identical embedded text
+   * (keyed by its sha256), so re-indexing an unchanged or lightly edited document embeds only
+   * what changed.
+   */
+  private async embed(
+    chunks: readonly { sectionPath: string; content: string }[],
+    signal: AbortSignal,
+  ): Promise<{ vectors: Float32Array[]; hashes: string[]; cached: number }> {
+    const { embedder, store } = this.deps;
+    await embedder.ready();
+    const texts = chunks.map((c) => embeddingText(c.sectionPath, c.content));
+    const hashes = texts.map(sha256);
+    const known = store.cachedVectors(embedder.model, embedder.dimensions, [...new Set(hashes)]);
+    const missing = texts.flatMap((text, i) => (known.has(hashes[i] ?? '') ? [] : [{ text, i }]));
+    const fresh =
+      missing.length === 0
+        ? []
+        : await embedder.embedDocuments(
+            missing.map((m) => m.text),
+            signal,
+          );
+    const vectors = hashes.map((h) => known.get(h) ?? new Float32Array(0));
+    missing.forEach((m, j) => {
+      vectors[m.i] = fresh[j] ?? new Float32Array(embedder.dimensions);
+    });
+    return { vectors, hashes, cached: texts.length - missing.length };
+  }
+
   private async run(
     id: string,
     token: string,
@@ -223,11 +263,7 @@ export class IndexingService {
       }
 
       t = clock();
-      await deps.embedder.ready();
-      const vectors = await deps.embedder.embedDocuments(
-        chunks.map((c) => embeddingText(c.sectionPath, c.content)),
-        signal,
-      );
+      const { vectors, hashes, cached } = await this.embed(chunks, signal);
       timings.embedMs = Math.round(clock() - t);
       signal.throwIfAborted();
 
@@ -239,7 +275,7 @@ export class IndexingService {
         content: c.content,
         tokenEstimate: c.tokenEstimate,
         metadata: c.metadata,
-        contentHash: sha256(c.content),
+        contentHash: hashes[i] ?? '',
         vector: vectors[i] ?? new Float32Array(deps.embedder.dimensions),
       }));
       const markdownKey = `${documentPrefix(id)}/document.v${doc.version + 1}.md`;
@@ -252,7 +288,11 @@ export class IndexingService {
           overlapChars: params.overlapChars,
           chunkCount: chunks.length,
         },
-        embedding: { model: deps.embedder.model, dimensions: deps.embedder.dimensions },
+        embedding: {
+          model: deps.embedder.model,
+          dimensions: deps.embedder.dimensions,
+          cachedChunks: cached,
+        },
         timings: { ...(converted.meta?.timings ?? {}), ...timings },
         warnings: converted.meta?.warnings ?? [],
       };

@@ -12,6 +12,7 @@ import {
   IdParamsSchema,
   IndexBodySchema,
   IndexResultSchema,
+  KnowledgeStatusSchema,
   ListQuerySchema,
   RetrieveBodySchema,
   RetrieveResultSchema,
@@ -74,7 +75,32 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         response: { 200: Type.Object({ items: Type.Array(DocumentSchema) }), ...errors() },
       },
     },
-    async (request) => ({ items: await knowledge.documents.list(request.query) }),
+    async (request) => {
+      const { stale, ...query } = request.query;
+      const staleFor = stale === true ? { staleFor: knowledge.embedder.model } : {};
+      return { items: await knowledge.documents.list({ ...query, ...staleFor }) };
+    },
+  );
+
+  app.get(
+    '/knowledge/status',
+    {
+      config: READ,
+      schema: {
+        summary:
+          'Document counts, the active embedding model and how many documents need re-embedding',
+        tags,
+        response: { 200: KnowledgeStatusSchema, ...errors() },
+      },
+    },
+    async () => {
+      await knowledge.embedder.ready().catch(() => undefined);
+      return {
+        embeddingModel: knowledge.embedder.model,
+        embeddingDimensions: knowledge.embedder.dimensions,
+        documents: await knowledge.documents.status(knowledge.embedder.model),
+      };
+    },
   );
 
   app.get(

@@ -73,6 +73,12 @@ export const ListQuerySchema = Type.Object(
     projectId: Type.Optional(Type.String({ minLength: 1 })),
     status: Type.Optional(DocumentStatusSchema),
     limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
+    stale: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: only documents embedded with another model than the active one (re-index them, e.g. `aps reindex --stale`).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -145,4 +151,20 @@ export const CommandsSchema = Type.Object({
 export const ConverterStatusSchema = Type.Object({
   installed: Type.Boolean(),
   path: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const KnowledgeStatusSchema = Type.Object({
+  embeddingModel: Type.String({ description: 'The active embedding model.' }),
+  embeddingDimensions: Type.Integer(),
+  documents: Type.Object({
+    total: Type.Integer(),
+    uploaded: Type.Integer(),
+    indexing: Type.Integer(),
+    indexed: Type.Integer(),
+    failed: Type.Integer(),
+    stale: Type.Integer({
+      description:
+        'Documents whose chunks were embedded with another model: semantic search skips them, keyword search still finds them.',
+    }),
+  }),
 });

@@ -154,6 +154,7 @@ describe('OpenAPI', () => {
         '/knowledge/documents/upload',
         '/knowledge/documents/{id}/index',
         '/knowledge/retrieve',
+        '/knowledge/status',
       ]
         .map((p) => (p === '/health' ? p : `${t.prefix}${p}`))
         .sort(),

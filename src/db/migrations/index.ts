@@ -2,8 +2,10 @@
 import type { Migration } from '../migrator.js';
 import * as m0001 from './0001_auth.js';
 import * as m0002 from './0002_knowledge.js';
+import * as m0003 from './0003_embedding_reuse.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   { name: '0001_auth', up: m0001.up },
   { name: '0002_knowledge', up: m0002.up },
+  { name: '0003_embedding_reuse', up: m0003.up },
 ];

@@ -60,6 +60,11 @@ export interface ChunkStore {
   ): Candidate[];
   /** Cosine similarity of `vector` to each of the given chunks that has a vector of `model`. */
   similarities(vector: Float32Array, model: string, chunkIds: string[]): Map<string, number>;
+  /**
+   * Stored vectors of `model` for the given hashes of embedded text (the embedding cache: any
+   * chunk of any document embedded from the same text with the same model).
+   */
+  cachedVectors(model: string, dimensions: number, hashes: string[]): Map<string, Float32Array>;
   /** Chunks with their document fields, for the given ids (any order). */
   hits(chunkIds: string[]): ChunkHit[];
 }

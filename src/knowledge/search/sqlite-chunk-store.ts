@@ -277,6 +277,27 @@ export class SqliteChunkStore implements ChunkStore {
     return result;
   }
 
+  cachedVectors(model: string, dimensions: number, hashes: string[]): Map<string, Float32Array> {
+    const result = new Map<string, Float32Array>();
+    const table = this.vectorTable(model, dimensions, false);
+    if (table === null || hashes.length === 0) return result;
+    const rows = this.db
+      .prepare(
+        `select content_hash as hash, min(id) as id from knowledge_chunks
+         where embedding_model = ? and embedding_dimensions = ?
+           and content_hash in (select value from json_each(?))
+         group by content_hash`,
+      )
+      .all(model, dimensions, JSON.stringify(hashes)) as { hash: string; id: string }[];
+    const lookup = this.db.prepare(`select embedding from ${table} where chunk_id = ?`).pluck();
+    for (const row of rows) {
+      const blob = lookup.get(row.id) as Buffer | undefined;
+      // A copy: the vector outlives this statement and is written again under a new chunk id.
+      if (blob !== undefined) result.set(row.hash, new Float32Array(new Uint8Array(blob).buffer));
+    }
+    return result;
+  }
+
   hits(chunkIds: string[]): ChunkHit[] {
     if (chunkIds.length === 0) return [];
     return this.db
