@@ -103,11 +103,24 @@ program
       });
       const tty = process.stderr.isTTY;
       let failed = 0;
+      let succeeded = 0;
+      // The first Ctrl-C finishes the document in progress and stops (nothing left `indexing`);
+      // a second one exits at once (the server re-queues that document at its next start).
+      const state = { stopping: false };
+      const stop = () => {
+        if (state.stopping) process.exit(130);
+        state.stopping = true;
+        process.stderr.write('\nstopping after the current document (Ctrl-C again to abort)\n');
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
       for (const [i, doc] of stale.entries()) {
+        if (state.stopping) break;
         const line = progressLine(i, stale.length, doc.name);
         process.stderr.write(tty ? `\r${line}` : `${line}\n`);
         try {
           await indexing.reindex(doc.id);
+          succeeded += 1;
         } catch (error) {
           failed += 1;
           process.stderr.write(
@@ -115,9 +128,12 @@ program
           );
         }
       }
-      process.stderr.write(`${progressLine(stale.length, stale.length, 'done')}\n`);
+      const finished = succeeded + failed;
+      process.stderr.write(
+        `${progressLine(finished, stale.length, state.stopping ? 'stopped' : 'done')}\n`,
+      );
       console.log(
-        `re-embedded ${stale.length - failed} of ${stale.length} stale documents with ${embedder.model}`,
+        `re-embedded ${succeeded} of ${stale.length} stale documents with ${embedder.model}`,
       );
       if (failed > 0) process.exitCode = 1;
     });

@@ -94,10 +94,11 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
       },
     },
     async () => {
-      await knowledge.embedder.ready().catch(() => undefined);
+      // Never waits for the embedder: the status is most needed while the provider is down.
       return {
         embeddingModel: knowledge.embedder.model,
-        embeddingDimensions: knowledge.embedder.dimensions,
+        embeddingDimensions:
+          knowledge.embedder.dimensions === 0 ? null : knowledge.embedder.dimensions,
         documents: await knowledge.documents.status(knowledge.embedder.model),
       };
     },

@@ -155,7 +155,9 @@ export const ConverterStatusSchema = Type.Object({
 
 export const KnowledgeStatusSchema = Type.Object({
   embeddingModel: Type.String({ description: 'The active embedding model.' }),
-  embeddingDimensions: Type.Integer(),
+  embeddingDimensions: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Null until a remote provider has answered once.',
+  }),
   documents: Type.Object({
     total: Type.Integer(),
     uploaded: Type.Integer(),

@@ -27,7 +27,26 @@ export interface RetrievalResult {
   items: RetrievalHit[];
 }
 
+/** How long hybrid retrieval waits for the query vector before answering from keywords. */
+const HYBRID_EMBED_WAIT_MS = 3000;
+/** After a failure, hybrid retrieval skips the embedder this long. */
+const EMBED_COOL_DOWN_MS = 30_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`the embedding provider did not answer within ${ms} ms`));
+    }, ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => {
+    clearTimeout(timer);
+  });
+}
+
 export class RetrievalService {
+  private embedFailedAt = Number.NEGATIVE_INFINITY;
+
   constructor(
     private readonly store: ChunkStore,
     private readonly embedder: EmbeddingProvider,
@@ -45,6 +64,18 @@ export class RetrievalService {
     // The query is embedded first, so that the store is then read without an await in between:
     // one consistent view even while a re-index commits.
     const vector = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
+    const items = this.store.snapshot(() => this.rank(query, body, filter, limit, vector));
+    return { query: body.query, topK: body.topK, mode: body.mode, items };
+  }
+
+  /** Ranking and loading the hits: synchronous, inside one read snapshot of the store. */
+  private rank(
+    query: string,
+    body: RetrieveBody,
+    filter: SearchFilter,
+    limit: number,
+    vector: Float32Array | null,
+  ): RetrievalHit[] {
     let ranked: Candidate[];
     switch (body.mode) {
       case 'keyword':
@@ -80,11 +111,10 @@ export class RetrievalService {
         : (c: Candidate) => c.score >= (body.minScore ?? 0);
     const top = ranked.filter(keep).slice(0, body.topK);
     const rows = new Map(this.store.hits(top.map((c) => c.chunkId)).map((r) => [r.id, r]));
-    const items = top.flatMap((c) => {
+    return top.flatMap((c) => {
       const row = rows.get(c.chunkId);
       return row === undefined ? [] : [toHit(row, c.score)];
     });
-    return { query: body.query, topK: body.topK, mode: body.mode, items };
   }
 
   private keyword(query: string, filter: SearchFilter, limit: number): Candidate[] {
@@ -101,9 +131,13 @@ export class RetrievalService {
     query: string,
     mode: RetrieveBody['mode'],
   ): Promise<Float32Array | null> {
+    // Hybrid answers from keywords at once while the provider is known to be failing, and waits
+    // at most HYBRID_EMBED_WAIT_MS for it otherwise (a cold model or a dead endpoint).
+    if (mode === 'hybrid' && Date.now() - this.embedFailedAt < EMBED_COOL_DOWN_MS) return null;
     try {
-      await this.embedder.ready();
-      return await this.embedder.embedQuery(query);
+      const work = this.embedder.ready().then(() => this.embedder.embedQuery(query));
+      if (mode === 'semantic') return await work;
+      return await withTimeout(work, HYBRID_EMBED_WAIT_MS);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       if (mode === 'semantic') {
@@ -112,6 +146,7 @@ export class RetrievalService {
           `The query could not be embedded: ${message}`,
         );
       }
+      this.embedFailedAt = Date.now();
       this.log.warn(
         { err: error },
         'query embedding failed; hybrid retrieval fell back to keywords',

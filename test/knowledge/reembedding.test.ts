@@ -42,7 +42,7 @@ describe('re-embedding', () => {
     try {
       expect((await k2.get('/status')).json()).toMatchObject({
         embeddingModel: 'openai:test-model',
-        embeddingDimensions: 64,
+        embeddingDimensions: null,
         documents: { stale: 1 },
       });
       expect(
@@ -52,6 +52,8 @@ describe('re-embedding', () => {
       ).toEqual([doc.id]);
       expect((await k2.hits({ query: 'walruses arctic ice' }))[0]?.documentId).toBe(doc.id);
       expect(await k2.hits({ query: 'walruses arctic ice', mode: 'semantic' })).toEqual([]);
+      // Known once the provider has answered.
+      expect((await k2.get('/status')).json()).toMatchObject({ embeddingDimensions: 64 });
     } finally {
       await second.close(true);
     }

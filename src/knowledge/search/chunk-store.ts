@@ -46,6 +46,8 @@ export type ChunkHit = ChunkRow & {
 };
 
 export interface ChunkStore {
+  /** Runs synchronous reads against one consistent snapshot (no commit lands in between). */
+  snapshot<T>(read: () => T): T;
   /** Replaces the document's chunks and index rows and marks it indexed (version + 1), atomically. */
   commitIndex(commit: IndexCommit): 'committed' | 'discarded';
   /** Deletes the document row with its chunks and index rows, atomically. False if it did not exist. */

@@ -15,6 +15,12 @@ const SEARCHABLE = `d.status in ('indexed', 'indexing')`;
 /** BM25 column weights: chunk_id, document_id (unindexed), document_name, section_path, content. */
 const BM25 = 'bm25(knowledge_chunks_fts, 0, 0, 1.5, 2.0, 1.0)';
 
+/** A float32 view of a vector blob; copied when asked or when the bytes are not 4-aligned. */
+function asFloat32(blob: Buffer, copy = false): Float32Array {
+  if (copy || blob.byteOffset % 4 !== 0) return new Float32Array(new Uint8Array(blob).buffer);
+  return new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4);
+}
+
 function cosine(a: Float32Array, b: Float32Array): number {
   let dot = 0;
   let na = 0;
@@ -158,6 +164,11 @@ export class SqliteChunkStore implements ChunkStore {
     }
   }
 
+  snapshot<T>(read: () => T): T {
+    // A deferred transaction in WAL mode: every statement inside sees the same snapshot.
+    return this.db.transaction(read).deferred();
+  }
+
   deleteDocument(documentId: string): boolean {
     return this.db
       .transaction(() => {
@@ -271,7 +282,7 @@ export class SqliteChunkStore implements ChunkStore {
     for (const id of chunkIds) {
       const blob = lookup.get(id) as Buffer | undefined;
       if (blob === undefined) continue;
-      const other = new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4);
+      const other = asFloat32(blob);
       result.set(id, cosine(vector, other));
     }
     return result;
@@ -293,7 +304,7 @@ export class SqliteChunkStore implements ChunkStore {
     for (const row of rows) {
       const blob = lookup.get(row.id) as Buffer | undefined;
       // A copy: the vector outlives this statement and is written again under a new chunk id.
-      if (blob !== undefined) result.set(row.hash, new Float32Array(new Uint8Array(blob).buffer));
+      if (blob !== undefined) result.set(row.hash, asFloat32(blob, true));
     }
     return result;
   }
