@@ -81,7 +81,3 @@ export class AppError extends Error {
     return { statusCode: this.statusCode, code: this.code, message: this.message };
   }
 }
-
-export function appError(code: ErrorCode, message?: string): AppError {
-  return new AppError(code, message);
-}

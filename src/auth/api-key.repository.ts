@@ -1,6 +1,6 @@
 /** SQL for API keys and the audit log; no rules here (those live in the service). */
 import { randomUUID } from 'node:crypto';
-import type { ApiKeyRow, AuditRow, Db } from '../db/schema.js';
+import type { ApiKeyRow, Db } from '../db/schema.js';
 
 export type NewApiKey = Omit<ApiKeyRow, 'last_used_at' | 'revoked_at' | 'replaced_by'>;
 
@@ -81,10 +81,6 @@ export class ApiKeyRepository {
         details: entry.details === undefined ? null : JSON.stringify(entry.details),
       })
       .execute();
-  }
-
-  listAudit(limit = 100): Promise<AuditRow[]> {
-    return this.db.selectFrom('audit_log').selectAll().orderBy('at', 'desc').limit(limit).execute();
   }
 
   transaction<T>(fn: (db: Db) => Promise<T>): Promise<T> {

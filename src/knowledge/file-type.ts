@@ -1,67 +1,35 @@
 /**
  * The document's type, from its content first (magic bytes) and its name second; the client's
- * Content-Type header is never trusted.
+ * Content-Type header is never trusted. The decision is the converter's own (`detectFormat`), so
+ * the stored file's extension always leads the converter to the same format.
  */
 import { fileTypeFromBuffer } from 'file-type';
+import { detectFormat, type TextFormat } from '../converter/formats/detect.js';
 
-const TEXT = { fileType: 'txt', mimeType: 'text/plain' };
-const HTML = { fileType: 'html', mimeType: 'text/html' };
-const JSON_TYPE = { fileType: 'json', mimeType: 'application/json' };
-
-const BY_EXTENSION: Record<string, { fileType: string; mimeType: string }> = {
-  txt: TEXT,
-  text: TEXT,
-  log: TEXT,
-  md: { fileType: 'md', mimeType: 'text/markdown' },
+const TEXT_TYPES: Record<TextFormat, { fileType: string; mimeType: string }> = {
+  text: { fileType: 'txt', mimeType: 'text/plain' },
   markdown: { fileType: 'md', mimeType: 'text/markdown' },
-  html: HTML,
-  htm: HTML,
+  html: { fileType: 'html', mimeType: 'text/html' },
   csv: { fileType: 'csv', mimeType: 'text/csv' },
   tsv: { fileType: 'tsv', mimeType: 'text/tab-separated-values' },
-  json: JSON_TYPE,
+  json: { fileType: 'json', mimeType: 'application/json' },
   jsonl: { fileType: 'jsonl', mimeType: 'application/x-ndjson' },
-  ndjson: { fileType: 'jsonl', mimeType: 'application/x-ndjson' },
-  tab: { fileType: 'tsv', mimeType: 'text/tab-separated-values' },
-  xhtml: HTML,
 };
-
-/** Zip-based office formats are told apart by their extension (file-type sees a zip or guesses). */
-const OFFICE = new Set(['docx', 'xlsx', 'pptx', 'odt', 'ods', 'odp']);
-
-function extensionOf(name: string): string {
-  const dot = name.lastIndexOf('.');
-  return dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
-}
-
-/** Bytes that never occur in text: NUL and most C0 controls. */
-function looksBinary(head: Uint8Array): boolean {
-  let suspicious = 0;
-  for (const byte of head) {
-    if (byte === 0) return true;
-    if (byte < 9 || (byte > 13 && byte < 32)) suspicious += 1;
-  }
-  return head.length > 0 && suspicious / head.length > 0.1;
-}
 
 export async function detectFileType(
   head: Uint8Array,
   name: string,
 ): Promise<{ fileType: string; mimeType: string }> {
-  const ext = extensionOf(name);
   const sniffed = await fileTypeFromBuffer(head);
-  if (sniffed !== undefined) {
-    if ((sniffed.ext === 'zip' || OFFICE.has(sniffed.ext)) && OFFICE.has(ext)) {
-      return { fileType: ext, mimeType: sniffed.mime };
-    }
-    return { fileType: sniffed.ext, mimeType: sniffed.mime };
-  }
-  if (looksBinary(head)) return { fileType: 'bin', mimeType: 'application/octet-stream' };
-  const known = BY_EXTENSION[ext];
-  if (known !== undefined) return known;
-  const text = new TextDecoder().decode(head.subarray(0, 512)).trimStart().toLowerCase();
-  if (text.startsWith('<!doctype html') || text.startsWith('<html')) return HTML;
-  if (text.startsWith('{') || text.startsWith('[')) return JSON_TYPE;
-  return TEXT;
+  const detection = detectFormat(
+    name,
+    head,
+    sniffed === undefined ? undefined : { ext: sniffed.ext, mime: sniffed.mime },
+  );
+  if (detection.kind === 'text') return TEXT_TYPES[detection.format];
+  // Bytes that are not text and match no known signature.
+  if (detection.format === 'binary') return { fileType: 'bin', mimeType: detection.mime };
+  return { fileType: detection.format, mimeType: detection.mime };
 }
 
 /**

@@ -1,5 +1,4 @@
 /** Wires the knowledge base: storage, chunk store, converter commands, embedder and services. */
-import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import { converterStatus, loadCommands, type ConverterCommand } from '../converter/commands.js';
@@ -66,6 +65,3 @@ export function createKnowledgeModule(
     close: () => embedder.close(),
   };
 }
-
-/** Where temporary upload and conversion files go; emptied at start-up. */
-export const tmpDir = (config: Config) => join(config.dataDir, 'tmp');
