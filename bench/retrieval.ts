@@ -12,7 +12,7 @@
  * query is sent to POST /knowledge/retrieve in each mode (topK 30, minScore -1; a unit's rank is
  * that of its best chunk). Latency is the client-side HTTP round trip, query embedding included.
  *
- * - scifact: SciFact train (../shared/datasets/scifact, not shipped), as bench/scifact.ts builds it.
+ * - scifact: SciFact train (../shared/datasets/scifact, not shipped), as one markdown file of `# <doc id>` sections.
  * - paraphrase: test-data/paraphrase (CC0): questions that share few content words with their
  *   passage, plus keyword "controls"; a hit is relevant when its sectionPath holds the passage id.
  *   The content-word overlap of the questions is checked and reported (`--overlap`: per query).

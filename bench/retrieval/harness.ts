@@ -1,5 +1,5 @@
 /**
- * The product's own path, as bench/scifact.ts drives it: a real server on port 0 over a temporary
+ * The product's own path, as an operator would drive it: a real server on port 0 over a temporary
  * data directory, documents uploaded as multipart over HTTP, indexed by POST …/index (converter
  * process → chunker → embedder → SQLite), queried by POST /knowledge/retrieve.
  */

@@ -24,7 +24,7 @@ export interface EvalSet {
 }
 
 /**
- * SciFact train as bench/scifact.ts builds it: one markdown file, one `# <doc id>` section per
+ * SciFact train, through the product's path: one markdown file, one `# <doc id>` section per
  * abstract (title as first line), one chunk per abstract (maxChars 8000). Read from the shared
  * dataset folder at run time; never copied (CC BY-NC).
  */
