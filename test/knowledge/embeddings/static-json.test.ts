@@ -37,7 +37,14 @@ async function rebuild(parts: Buffer[]): Promise<Json> {
     const key = path[path.length - 1];
     if (parent === undefined) root.value = value;
     else if (Array.isArray(parent)) parent[key as number] = value;
-    else (parent as Record<string, Json>)[key as string] = value;
+    // defineProperty, not assignment: a "__proto__" key must become an own property, as in JSON.parse.
+    else
+      Object.defineProperty(parent, key as string, {
+        value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   };
   await walkJson(parts, {
     scalar: (path, value) => {
@@ -86,6 +93,11 @@ describe('walkJson', () => {
         },
       ),
     );
+  });
+
+  it('reports keys such as "__proto__" like any other key', async () => {
+    const text = '{"":{"__proto__":0,"constructor":[1]}}';
+    expect(await rebuild([Buffer.from(text)])).toEqual(JSON.parse(text));
   });
 
   it('rejects malformed documents', async () => {
