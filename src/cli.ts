@@ -69,7 +69,7 @@ program
   .action(async (action?: string) => {
     if (action !== undefined && action !== 'status')
       throw new InvalidArgumentError('expected `status`');
-    const database = openDatabase(config().database);
+    const database = await openDatabase(config().database);
     try {
       const state =
         action === 'status'

@@ -45,9 +45,26 @@ export const ENV_SCHEMA = Type.Object({
     Type.String({
       minLength: 1,
       description:
-        'Unset: SQLite file `aps.sqlite` in `DATA_DIR`. `sqlite:<path>` for another file.',
+        'Unset: SQLite file `aps.sqlite` in `DATA_DIR`. `sqlite:<path>` for another file. `postgres://user:pass@host:port/db` for PostgreSQL (with pgvector): several instances can share it.',
     }),
   ),
+  DATABASE_POOL_MAX: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 10,
+    description: 'PostgreSQL: connections per instance.',
+  }),
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 3_600_000,
+    default: 30_000,
+    description: 'PostgreSQL: a statement running longer is cancelled (error 503).',
+  }),
+  STORAGE_DRIVER: Type.Union([Type.Literal('local'), Type.Literal('postgres')], {
+    default: 'local',
+    description:
+      'Where uploaded files and converted markdown live: `local` (under `DATA_DIR`, may be a shared volume) or `postgres` (in the database, so instances need no shared disk; needs a PostgreSQL `DATABASE_URL`).',
+  }),
   JWT_SECRET: Type.Optional(
     Type.String({
       minLength: 32,
@@ -100,6 +117,13 @@ export const ENV_SCHEMA = Type.Object({
     maximum: 100_000,
     default: 1000,
     description: 'Finished jobs kept in memory per queue lane for inspection.',
+  }),
+  QUEUE_LEASE_MS: Type.Integer({
+    minimum: 1000,
+    maximum: 3_600_000,
+    default: 30_000,
+    description:
+      'PostgreSQL queue: a running job whose instance stops renewing it for this long is run again by another instance.',
   }),
   AUTH_TOKEN_RATE_LIMIT: Type.Integer({
     minimum: 1,
@@ -211,7 +235,10 @@ export interface Config {
   apiPrefix: string;
   /** Absolute path. */
   dataDir: string;
-  database: { driver: 'sqlite'; filename: string };
+  database:
+    | { driver: 'sqlite'; filename: string }
+    | { driver: 'postgres'; url: string; poolMax: number; statementTimeoutMs: number };
+  storage: { driver: 'local' | 'postgres' };
   /** Null: generate and keep one in `dataDir` (refused in production). */
   jwtSecret: string | null;
   jwtTtlSeconds: number;
@@ -219,7 +246,12 @@ export interface Config {
   bootstrapApiKey: string | null;
   logLevel: Env['LOG_LEVEL'];
   corsOrigins: string[];
-  queue: { agentRunConcurrency: number; toolExecuteConcurrency: number; historyLimit: number };
+  queue: {
+    agentRunConcurrency: number;
+    toolExecuteConcurrency: number;
+    historyLimit: number;
+    leaseMs: number;
+  };
   authTokenRateLimitPerMinute: number;
   bodyLimitBytes: number;
   knowledge: {
@@ -324,12 +356,18 @@ export function loadConfig(
     if (file === '') problems.set('DATABASE_URL', 'DATABASE_URL sqlite: needs a file path');
     else database = { driver: 'sqlite', filename: resolve(cwd, file) };
   } else if (/^postgres(ql)?:\/\//.test(url)) {
-    problems.set(
-      'DATABASE_URL',
-      'DATABASE_URL: PostgreSQL is not supported by this build yet; unset it to use SQLite',
-    );
+    database = {
+      driver: 'postgres',
+      url,
+      poolMax: e.DATABASE_POOL_MAX,
+      statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    };
   } else {
     problems.set('DATABASE_URL', 'DATABASE_URL must be unset, sqlite:<path> or postgres://…');
+  }
+
+  if (e.STORAGE_DRIVER === 'postgres' && database?.driver !== 'postgres') {
+    problems.set('STORAGE_DRIVER', 'STORAGE_DRIVER=postgres needs a postgres:// DATABASE_URL');
   }
 
   if (e.NODE_ENV === 'production') {
@@ -352,6 +390,7 @@ export function loadConfig(
     apiPrefix: e.API_PREFIX,
     dataDir: resolve(cwd, e.DATA_DIR),
     database,
+    storage: { driver: e.STORAGE_DRIVER },
     jwtSecret: e.JWT_SECRET ?? null,
     jwtTtlSeconds: parseDuration(e.JWT_TTL),
     apiKeySalt: e.API_KEY_SALT ?? null,
@@ -364,6 +403,7 @@ export function loadConfig(
       agentRunConcurrency: e.QUEUE_AGENT_RUN_CONCURRENCY,
       toolExecuteConcurrency: e.QUEUE_TOOL_EXECUTE_CONCURRENCY,
       historyLimit: e.QUEUE_HISTORY_LIMIT,
+      leaseMs: e.QUEUE_LEASE_MS,
     },
     authTokenRateLimitPerMinute: e.AUTH_TOKEN_RATE_LIMIT,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,

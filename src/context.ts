@@ -43,30 +43,43 @@ export interface ContextOptions {
   embedder?: EmbeddingProvider;
 }
 
+/** In-process lanes on SQLite; a queue shared by every instance on PostgreSQL. */
+async function createQueue(
+  config: Config,
+  database: Database,
+  log: FastifyBaseLogger,
+): Promise<JobQueue> {
+  const concurrency = {
+    agentRun: config.queue.agentRunConcurrency,
+    toolExecute: config.queue.toolExecuteConcurrency,
+    [INDEX_JOB]: config.knowledge.indexConcurrency,
+  };
+  if (database.driver === 'sqlite') return new MemoryQueue(concurrency, config.queue.historyLimit);
+  const { PostgresQueue } = await import('./queue/postgres-queue.js');
+  return new PostgresQueue(database.pool, concurrency, {
+    leaseMs: config.queue.leaseMs,
+    historyLimit: config.queue.historyLimit,
+    log,
+  });
+}
+
 export async function createContext(
   config: Config,
   options: ContextOptions = {},
 ): Promise<AppContext> {
   const log = createLogger(config, options.logStream);
   const secrets = resolveSecrets(config);
-  const database = openDatabase(config.database);
+  const database = await openDatabase(config.database);
   const migration = await migrate(database, options.migrations ?? MIGRATIONS);
   const readOnly = migration.status !== 'ok';
-  const queue = new MemoryQueue(
-    {
-      agentRun: config.queue.agentRunConcurrency,
-      toolExecute: config.queue.toolExecuteConcurrency,
-      [INDEX_JOB]: config.knowledge.indexConcurrency,
-    },
-    config.queue.historyLimit,
-  );
+  const queue = await createQueue(config, database, log);
   const apiKeys = new ApiKeyService(
     new ApiKeyRepository(database.db),
     secrets.apiKeySalt,
     () => readOnly,
   );
   const tokens = new TokenService(secrets.jwtSecret, config.jwtTtlSeconds, apiKeys);
-  const knowledge = createKnowledgeModule(config, database, queue, log, options.embedder);
+  const knowledge = await createKnowledgeModule(config, database, queue, log, options.embedder);
   return {
     config,
     secrets,

@@ -1,4 +1,5 @@
 /** Starts the HTTP server: context, first-start key, app, listen; and stops it gracefully. */
+import { sweepScratch } from './knowledge/storage/scratch.js';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
@@ -38,7 +39,7 @@ export async function ensureInitialKeys(
 
 /** Start-up housekeeping of the knowledge base after a crash or restart. */
 export async function recoverKnowledge(ctx: AppContext): Promise<void> {
-  await ctx.knowledge.storage.removePrefix('tmp');
+  await sweepScratch(ctx.knowledge.scratchDir);
   await ctx.knowledge.documents.sweepOrphanFiles();
   await ctx.knowledge.indexing.recoverInterrupted();
 }

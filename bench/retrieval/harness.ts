@@ -135,7 +135,7 @@ export class BenchServer {
    */
   store(): ChunkStore | undefined {
     const store = (this.server.ctx.knowledge.retrieval as unknown as { store?: ChunkStore }).store;
-    return typeof store?.vectorSearch === 'function' ? store : undefined;
+    return typeof store?.search === 'function' ? store : undefined;
   }
 
   async close(): Promise<void> {

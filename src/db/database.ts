@@ -1,13 +1,12 @@
 /** Opens the configured database. Each dialect lives in its own module behind this interface. */
+import type { Pool } from 'pg';
 import type { Config } from '../config.js';
+import { openPostgres } from './postgres.js';
 import type { Db } from './schema.js';
 import { openSqlite } from './sqlite.js';
 
-export interface Database {
-  driver: 'sqlite';
+interface DatabaseBase {
   db: Db;
-  /** The better-sqlite3 handle, for the SQLite search index's prepared statements. */
-  native: import('better-sqlite3').Database;
   /**
    * Runs `fn` in a transaction that holds the database-wide write lock for its whole length,
    * so concurrent processes (migrations, for one) cannot interleave.
@@ -16,7 +15,20 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function openDatabase(config: Config['database']): Database {
-  // One driver so far; PostgreSQL joins as another member of Config['database'].
-  return openSqlite(config.filename);
+export interface SqliteDatabase extends DatabaseBase {
+  driver: 'sqlite';
+  /** The better-sqlite3 handle, for the SQLite search index's prepared statements. */
+  native: import('better-sqlite3').Database;
+}
+
+export interface PostgresDatabase extends DatabaseBase {
+  driver: 'postgres';
+  /** The connection pool, for the queue's LISTEN connection and the search index's raw SQL. */
+  pool: Pool;
+}
+
+export type Database = SqliteDatabase | PostgresDatabase;
+
+export async function openDatabase(config: Config['database']): Promise<Database> {
+  return config.driver === 'sqlite' ? openSqlite(config.filename) : openPostgres(config);
 }

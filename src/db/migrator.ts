@@ -98,7 +98,8 @@ export async function migrate(
     throw new Error('Migrations must have unique names in ascending order');
   }
   try {
-    await ensureBookkeeping(database.db);
+    // Under the lock too: PostgreSQL's CREATE TABLE IF NOT EXISTS races between instances.
+    await database.exclusiveTransaction(ensureBookkeeping);
     for (;;) {
       const state = await database.exclusiveTransaction(async (trx) => {
         await trx

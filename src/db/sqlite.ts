@@ -4,15 +4,15 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
+import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import * as sqliteVec from 'sqlite-vec';
-import type { Database } from './database.js';
+import type { SqliteDatabase } from './database.js';
 import type { DB } from './schema.js';
 
-export function openSqlite(filename: string): Database {
+export function openSqlite(filename: string): SqliteDatabase {
   mkdirSync(dirname(filename), { recursive: true, mode: 0o700 });
-  const native = new SqliteDatabase(filename);
+  const native = new BetterSqlite3(filename);
   native.pragma('journal_mode = WAL');
   native.pragma('synchronous = NORMAL');
   native.pragma('foreign_keys = ON');

@@ -109,14 +109,19 @@ export class DocumentsRepository {
     return { byStatus, stale };
   }
 
-  /** Gives a document left `indexing` by a previous process to a new run. */
-  async resumeIndex(id: string, token: string): Promise<void> {
-    await this.db
+  /**
+   * Gives a document left `indexing` under `oldToken` to a new run; false when someone else took
+   * it first (or it changed meanwhile).
+   */
+  async resumeIndex(id: string, oldToken: string | null, token: string): Promise<boolean> {
+    const result = await this.db
       .updateTable('knowledge_documents')
       .set({ index_token: token, updated_at: new Date().toISOString() })
       .where('id', '=', id)
       .where('status', '=', 'indexing')
-      .execute();
+      .where('index_token', oldToken === null ? 'is' : '=', oldToken)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   /** Documents left `indexing` by a previous process. */

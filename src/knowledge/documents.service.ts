@@ -108,7 +108,7 @@ export class DocumentsService {
 
   async chunks(id: string): Promise<KnowledgeChunk[]> {
     await this.getRow(id);
-    return this.store.listChunks(id).map(toChunk);
+    return (await this.store.listChunks(id)).map(toChunk);
   }
 
   /**
@@ -116,7 +116,7 @@ export class DocumentsService {
    * then removes the files. A file that cannot be removed is logged and swept at the next start.
    */
   async delete(id: string): Promise<void> {
-    if (!this.store.deleteDocument(id)) {
+    if (!(await this.store.deleteDocument(id))) {
       throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
     }
     this.cancelIndexing(id);

@@ -14,7 +14,7 @@ import type { ConverterCommand } from '../converter/commands.js';
 import type { runConverter } from '../converter/runner.js';
 import type { DocumentRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
-import type { JobQueue } from '../queue/queue.js';
+import type { JobContext, JobQueue } from '../queue/queue.js';
 import { chunkMarkdown } from './chunker.js';
 import type { DocumentsRepository } from './documents.repository.js';
 import { documentPrefix } from './documents.service.js';
@@ -49,6 +49,8 @@ export interface IndexingDeps {
   config: Config['knowledge'];
   /** Absolute; stripped from error messages. */
   dataDir: string;
+  /** Local directory for converter output. */
+  scratchDir: string;
   log: FastifyBaseLogger;
 }
 
@@ -79,12 +81,24 @@ function embeddingText(sectionPath: string, content: string): string {
   return sectionPath === '' ? content : `${sectionPath}\n${content}`;
 }
 
+/** The queue payload of an indexing job (JSON: it may run on another instance). */
+interface IndexJob {
+  documentId: string;
+  token: string;
+  params: IndexParams;
+}
+
+/** A document left `indexing` this long without a live job is taken over at start-up. */
+const ORPHAN_GRACE_MS = 60_000;
+
 export class IndexingService {
   private readonly running = new Map<string, AbortController>();
 
-  constructor(private readonly deps: IndexingDeps) {}
+  constructor(private readonly deps: IndexingDeps) {
+    deps.queue.handle(INDEX_JOB, (payload, job) => this.runJob(payload as IndexJob, job));
+  }
 
-  /** Starts an indexing run; resolves when it is done, or at once (`wait: false`) after it is queued. */
+  /** Starts an indexing run; resolves when it is done, or at once (`async`) after it is queued. */
   async index(
     id: string,
     body: IndexBody,
@@ -100,12 +114,9 @@ export class IndexingService {
         `Document ${id} is being indexed already; wait for it to finish.`,
       );
     }
-    const job = this.enqueue(id, token, params);
-    if (body.async === true) {
-      job.catch(() => undefined); // the outcome is on the document
-      return { done: false, document: toDocument(await this.row(id)) };
-    }
-    return { done: true, result: await job };
+    await this.enqueue(id, token, params);
+    if (body.async === true) return { done: false, document: toDocument(await this.row(id)) };
+    return { done: true, result: (await this.deps.queue.wait(token)) as IndexResult };
   }
 
   /** Indexes a document again with the parameters of its last run (e.g. after a model change). */
@@ -125,13 +136,18 @@ export class IndexingService {
   }
 
   /**
-   * After a crash or restart: documents left `indexing` are re-queued with their last parameters
-   * (or failed with an explanation when those are unusable).
+   * After a crash or restart: documents left `indexing` without a live job are re-queued with
+   * their last parameters (or failed with an explanation when those are unusable). On a shared
+   * queue, jobs of instances that died are the queue's to retry; this catches documents whose job
+   * was never queued, once they are older than a grace period.
    */
   async recoverInterrupted(): Promise<number> {
     const stuck = await this.deps.repo.listIndexing();
+    const shared = this.deps.queue.driver !== 'memory';
+    let requeued = 0;
     for (const doc of stuck) {
-      const token = randomUUID();
+      if (doc.index_token !== null && (await this.deps.queue.isLive(doc.index_token))) continue;
+      if (shared && Date.now() - Date.parse(doc.updated_at) < ORPHAN_GRACE_MS) continue;
       let params: IndexParams;
       try {
         params = indexParams(JSON.parse(doc.index_params ?? '{}') as IndexBody, this.deps.commands);
@@ -143,35 +159,49 @@ export class IndexingService {
         );
         continue;
       }
-      await this.deps.repo.resumeIndex(doc.id, token);
+      const token = randomUUID();
+      // Compare-and-set on the old token: of several instances starting together, one takes it.
+      if (!(await this.deps.repo.resumeIndex(doc.id, doc.index_token, token))) continue;
       this.deps.log.info({ documentId: doc.id }, 're-queued indexing interrupted by a restart');
-      this.enqueue(doc.id, token, params).catch(() => undefined);
+      await this.enqueue(doc.id, token, params);
+      requeued += 1;
     }
-    return stuck.length;
+    return requeued;
   }
 
-  private enqueue(id: string, token: string, params: IndexParams): Promise<IndexResult> {
-    return this.deps.queue.run(INDEX_JOB, async (job) => {
-      const controller = new AbortController();
-      this.running.set(id, controller);
-      const signal = AbortSignal.any([controller.signal, job.signal]);
-      try {
-        return await this.run(id, token, params, signal);
-      } catch (error) {
-        if (job.signal.aborted) {
-          // The server is shutting down: the document stays `indexing` and is re-queued at start.
-          throw new AppError(
-            'SERVICE_UNAVAILABLE',
-            'The server shut down during indexing; it resumes after the restart.',
-          );
-        }
-        const appError = this.toAppError(error, signal);
-        await this.deps.repo.failIndex(id, token, this.redact(appError.message));
-        throw new AppError(appError.code, this.redact(appError.message));
-      } finally {
-        if (this.running.get(id) === controller) this.running.delete(id);
+  /** Queues the run holding `token` (the job id); a failure to queue fails the run. */
+  private async enqueue(id: string, token: string, params: IndexParams): Promise<void> {
+    const job: IndexJob = { documentId: id, token, params };
+    try {
+      await this.deps.queue.enqueue(INDEX_JOB, job, { id: token });
+    } catch (error) {
+      await this.deps.repo.failIndex(id, token, 'The indexing job could not be queued.');
+      throw error;
+    }
+  }
+
+  private async runJob(job: IndexJob, context: JobContext): Promise<IndexResult> {
+    const { documentId: id, token, params } = job;
+    const controller = new AbortController();
+    this.running.set(id, controller);
+    const signal = AbortSignal.any([controller.signal, context.signal]);
+    try {
+      return await this.run(id, token, params, signal);
+    } catch (error) {
+      if (context.signal.aborted) {
+        // This instance is shutting down: the document stays `indexing`; the job is run again
+        // after the restart (memory queue) or by another instance (shared queue).
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'The server shut down during indexing; it resumes after the restart.',
+        );
       }
-    });
+      const appError = this.toAppError(error, signal);
+      await this.deps.repo.failIndex(id, token, this.redact(appError.message));
+      throw new AppError(appError.code, this.redact(appError.message));
+    } finally {
+      if (this.running.get(id) === controller) this.running.delete(id);
+    }
   }
 
   /** Messages reach clients: no absolute data-directory paths, no credentials in URLs. */
@@ -209,7 +239,11 @@ export class IndexingService {
     await embedder.ready();
     const texts = chunks.map((c) => embeddingText(c.sectionPath, c.content));
     const hashes = texts.map(sha256);
-    const known = store.cachedVectors(embedder.model, embedder.dimensions, [...new Set(hashes)]);
+    const known = await store.cachedVectors(
+      embedder.model,
+      embedder.dimensions,
+      [...new Set(hashes)],
+    );
     const missing = texts.flatMap((text, i) => (known.has(hashes[i] ?? '') ? [] : [{ text, i }]));
     const fresh =
       missing.length === 0
@@ -235,20 +269,17 @@ export class IndexingService {
     const doc = await this.row(id);
     const command = deps.commands.find((c) => c.id === params.commandId);
     if (command === undefined) throw new AppError('KNOWLEDGE_COMMAND_NOT_FOUND');
-    const outputDir = join(deps.storage.localPath('tmp'), `convert-${token}`);
+    const outputDir = join(deps.scratchDir, `convert-${randomUUID()}`);
     const timings: Record<string, number> = {};
     const clock = () => performance.now();
     try {
       let t = clock();
-      const converted = await deps.convert(
-        command,
-        deps.storage.localPath(doc.file_path),
-        outputDir,
-        {
+      const converted = await deps.storage.withLocalFile(doc.file_path, (source) =>
+        deps.convert(command, source, outputDir, {
           timeoutMs: deps.config.converterTimeoutMs,
           maxOutputBytes: deps.config.converterMaxOutputBytes,
           signal,
-        },
+        }),
       );
       timings.convertMs = Math.round(clock() - t);
 
@@ -298,7 +329,7 @@ export class IndexingService {
       };
 
       t = clock();
-      const outcome = deps.store.commitIndex({
+      const outcome = await deps.store.commitIndex({
         documentId: id,
         indexToken: token,
         model: deps.embedder.model,

@@ -1,4 +1,5 @@
 /** Wires the knowledge base: storage, chunk store, converter commands, embedder and services. */
+import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import { converterStatus, loadCommands, type ConverterCommand } from '../converter/commands.js';
@@ -11,12 +12,15 @@ import { createEmbeddingProvider } from './embeddings/index.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import { IndexingService } from './indexing.service.js';
 import { RetrievalService } from './retrieval.service.js';
+import type { ChunkStore } from './search/chunk-store.js';
 import { SqliteChunkStore } from './search/sqlite-chunk-store.js';
 import { LocalStorage } from './storage/local-storage.js';
 import type { FileStorage } from './storage/storage.js';
 
 export interface KnowledgeModule {
   storage: FileStorage;
+  /** Local directory for uploads being received and converter output. */
+  scratchDir: string;
   commands: readonly ConverterCommand[];
   embedder: EmbeddingProvider;
   documents: DocumentsService;
@@ -27,16 +31,35 @@ export interface KnowledgeModule {
   close(): Promise<void>;
 }
 
-export function createKnowledgeModule(
+// The PostgreSQL drivers are loaded only when configured: the embedded default never loads them.
+async function createStorage(
+  config: Config,
+  database: Database,
+  scratchDir: string,
+): Promise<FileStorage> {
+  if (config.storage.driver === 'local') return new LocalStorage(config.dataDir, scratchDir);
+  if (database.driver !== 'postgres') throw new Error('STORAGE_DRIVER=postgres needs PostgreSQL');
+  const { PostgresStorage } = await import('./storage/postgres-storage.js');
+  return new PostgresStorage(database.pool, scratchDir);
+}
+
+async function createChunkStore(database: Database): Promise<ChunkStore> {
+  if (database.driver === 'sqlite') return new SqliteChunkStore(database.native);
+  const { PostgresChunkStore } = await import('./search/postgres-chunk-store.js');
+  return new PostgresChunkStore(database.pool);
+}
+
+export async function createKnowledgeModule(
   config: Config,
   database: Database,
   queue: JobQueue,
   log: FastifyBaseLogger,
   embedder: EmbeddingProvider = createEmbeddingProvider(config.embedding),
-): KnowledgeModule {
-  const storage = new LocalStorage(config.dataDir);
+): Promise<KnowledgeModule> {
+  const scratchDir = join(config.dataDir, 'tmp');
+  const storage = await createStorage(config, database, scratchDir);
   const repo = new DocumentsRepository(database.db);
-  const store = new SqliteChunkStore(database.native);
+  const store = await createChunkStore(database);
   const commands = loadCommands(config.knowledge);
   const indexing = new IndexingService({
     repo,
@@ -48,6 +71,7 @@ export function createKnowledgeModule(
     convert: runConverter,
     config: config.knowledge,
     dataDir: config.dataDir,
+    scratchDir,
     log,
   });
   const documents = new DocumentsService(repo, store, storage, log, (id) => {
@@ -55,6 +79,7 @@ export function createKnowledgeModule(
   });
   return {
     storage,
+    scratchDir,
     commands,
     embedder,
     documents,

@@ -15,7 +15,7 @@ import type { EmbeddingProvider } from './embeddings/provider.js';
 import { fuse, keywordScore } from './fusion.js';
 import type { RetrievalHit, RetrieveBody } from './knowledge.schemas.js';
 import { toHit } from './mappers.js';
-import type { Candidate, ChunkStore, SearchFilter } from './search/chunk-store.js';
+import type { Candidate, ChunkStore, Evidence, SearchFilter } from './search/chunk-store.js';
 
 /** Candidates fetched from each index before fusion. */
 const CANDIDATES = 100;
@@ -44,6 +44,24 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   });
 }
 
+/** Ranks the evidence by mode, applies `minScore`, cuts to `topK` (pure). */
+export function rank(
+  body: Pick<RetrieveBody, 'mode' | 'minScore' | 'topK'>,
+  vector: Float32Array | null,
+  evidence: Evidence,
+): Candidate[] {
+  let ranked: Candidate[];
+  if (body.mode === 'semantic') ranked = evidence.semantic;
+  else if (body.mode === 'hybrid' && vector !== null)
+    ranked = fuse(evidence.keyword, evidence.semantic, evidence.cosine);
+  else ranked = evidence.keyword.map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
+  // Without an explicit minScore only hits with no evidence at all (score ≤ 0) are dropped.
+  const min = body.minScore;
+  const keep =
+    min === undefined ? (c: Candidate) => c.score > 0 : (c: Candidate) => c.score >= min;
+  return ranked.filter(keep).slice(0, body.topK);
+}
+
 export class RetrievalService {
   private embedFailedAt = Number.NEGATIVE_INFINITY;
 
@@ -61,66 +79,24 @@ export class RetrievalService {
       ...(body.documentId === undefined ? {} : { documentId: body.documentId }),
     };
     const limit = Math.max(CANDIDATES, body.topK * 4);
-    // The query is embedded first, so that the store is then read without an await in between:
-    // one consistent view even while a re-index commits.
     const vector = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
-    const items = this.store.snapshot(() => this.rank(query, body, filter, limit, vector));
-    return { query: body.query, topK: body.topK, mode: body.mode, items };
-  }
-
-  /** Ranking and loading the hits: synchronous, inside one read snapshot of the store. */
-  private rank(
-    query: string,
-    body: RetrieveBody,
-    filter: SearchFilter,
-    limit: number,
-    vector: Float32Array | null,
-  ): RetrievalHit[] {
-    let ranked: Candidate[];
-    switch (body.mode) {
-      case 'keyword':
-        ranked = this.keyword(query, filter, limit);
-        break;
-      case 'semantic':
-        ranked =
-          vector === null
-            ? []
-            : this.store.vectorSearch(vector, this.embedder.model, filter, limit);
-        break;
-      case 'hybrid': {
-        if (vector === null) {
-          ranked = this.keyword(query, filter, limit);
-          break;
-        }
-        const keyword = this.store.keywordSearch(query, filter, limit);
-        const semantic = this.store.vectorSearch(vector, this.embedder.model, filter, limit);
-        const cosine = this.store.similarities(
-          vector,
-          this.embedder.model,
-          keyword.map((k) => k.chunkId),
-        );
-        for (const s of semantic) cosine.set(s.chunkId, s.score);
-        ranked = fuse(keyword, semantic, cosine);
-        break;
-      }
-    }
-    // Without an explicit minScore only hits with no evidence at all (score ≤ 0) are dropped.
-    const keep =
-      body.minScore === undefined
-        ? (c: Candidate) => c.score > 0
-        : (c: Candidate) => c.score >= (body.minScore ?? 0);
-    const top = ranked.filter(keep).slice(0, body.topK);
-    const rows = new Map(this.store.hits(top.map((c) => c.chunkId)).map((r) => [r.id, r]));
-    return top.flatMap((c) => {
-      const row = rows.get(c.chunkId);
-      return row === undefined ? [] : [toHit(row, c.score)];
-    });
-  }
-
-  private keyword(query: string, filter: SearchFilter, limit: number): Candidate[] {
-    return this.store
-      .keywordSearch(query, filter, limit)
-      .map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
+    const ranked = await this.store.search(
+      {
+        text: body.mode === 'semantic' ? null : query,
+        // Hybrid without a query vector (the embedder failed) answers from keywords alone.
+        vector,
+        model: this.embedder.model,
+        filter,
+        limit,
+      },
+      (evidence) => rank(body, vector, evidence),
+    );
+    return {
+      query: body.query,
+      topK: body.topK,
+      mode: body.mode,
+      items: ranked.map((r) => toHit(r.chunk, r.score)),
+    };
   }
 
   /**

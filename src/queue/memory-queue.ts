@@ -3,7 +3,13 @@
  * counted, and only the last `historyLimit` of each lane are kept, so memory stays bounded.
  */
 import { randomUUID } from 'node:crypto';
-import { QueueClosedError, type JobContext, type JobQueue, type QueueStats } from './queue.js';
+import {
+  QueueClosedError,
+  type JobContext,
+  type JobHandler,
+  type JobQueue,
+  type QueueStats,
+} from './queue.js';
 
 export interface FinishedJob {
   id: string;
@@ -14,6 +20,8 @@ export interface FinishedJob {
   finishedAt: number;
   error?: string;
 }
+
+const OUTCOME_TTL_MS = 60_000;
 
 interface PendingJob {
   id: string;
@@ -33,7 +41,12 @@ class Lane {
 }
 
 export class MemoryQueue implements JobQueue {
+  readonly driver = 'memory';
   private readonly lanes = new Map<string, Lane>();
+  private readonly handlers = new Map<string, JobHandler>();
+  /** Outcomes of jobs, from enqueue until waited for or OUTCOME_TTL_MS after they settle. */
+  private readonly outcomes = new Map<string, Promise<unknown>>();
+  private readonly live = new Set<string>();
   private readonly controller = new AbortController();
   private readonly inFlight = new Set<Promise<unknown>>();
   private closed = false;
@@ -45,14 +58,45 @@ export class MemoryQueue implements JobQueue {
     for (const [type, n] of Object.entries(concurrency)) this.lanes.set(type, new Lane(n));
   }
 
-  run<T>(type: string, handler: (job: JobContext) => Promise<T>): Promise<T> {
+  handle(type: string, handler: JobHandler): void {
+    if (!this.lanes.has(type)) throw new Error(`Unknown job type: ${type}`);
+    this.handlers.set(type, handler);
+  }
+
+  enqueue(type: string, payload: unknown, options: { id?: string } = {}): Promise<string> {
+    const handler = this.handlers.get(type);
+    if (handler === undefined) return Promise.reject(new Error(`Unknown job type: ${type}`));
+    if (this.closed) return Promise.reject(new QueueClosedError());
+    const id = options.id ?? randomUUID();
+    this.live.add(id);
+    const outcome = this.run(type, id, (job) => handler(payload, job)).finally(() => {
+      this.live.delete(id);
+      // Kept a while for a late `wait`, then dropped: nobody may ever wait (async requests).
+      setTimeout(() => this.outcomes.delete(id), OUTCOME_TTL_MS).unref();
+    });
+    // Nobody may wait for it (an async index request): the outcome is on the job's subject.
+    outcome.catch(() => undefined);
+    this.outcomes.set(id, outcome);
+    return Promise.resolve(id);
+  }
+
+  wait(jobId: string): Promise<unknown> {
+    const outcome = this.outcomes.get(jobId);
+    if (outcome === undefined) return Promise.reject(new Error(`Unknown job: ${jobId}`));
+    return outcome.finally(() => this.outcomes.delete(jobId));
+  }
+
+  isLive(jobId: string): Promise<boolean> {
+    return Promise.resolve(this.live.has(jobId));
+  }
+
+  private run<T>(type: string, id: string, handler: (job: JobContext) => Promise<T>): Promise<T> {
     const lane = this.lanes.get(type);
     if (lane === undefined) return Promise.reject(new Error(`Unknown job type: ${type}`));
-    if (this.closed) return Promise.reject(new QueueClosedError());
 
     return new Promise<T>((resolve, reject) => {
       const job: PendingJob = {
-        id: randomUUID(),
+        id,
         enqueuedAt: Date.now(),
         cancel: reject,
         start: () => {
@@ -74,7 +118,7 @@ export class MemoryQueue implements JobQueue {
             this.pump(lane);
           };
           const promise = Promise.resolve()
-            .then(() => handler({ id: job.id, signal: this.controller.signal }))
+            .then(() => handler({ id: job.id, attempt: 1, signal: this.controller.signal }))
             .then(
               (value) => {
                 finish('completed');

@@ -19,19 +19,37 @@ export interface QueueStats {
 
 export interface JobContext {
   id: string;
+  /** 1 for the first run; more when an instance died while running it and another took over. */
+  attempt: number;
   /** Aborted when the queue is closed while the job still runs. */
   signal: AbortSignal;
 }
 
+/** Runs one job. Payloads and results are JSON values (they may cross instances). */
+export type JobHandler = (payload: unknown, job: JobContext) => Promise<unknown>;
+
+/**
+ * The job-queue interface: one lane per job type, each with its own concurrency per instance.
+ * `memory` runs jobs in this process; `postgres` shares them between instances (a job enqueued
+ * on one may run on any, and is run again elsewhere when its instance dies).
+ */
 export interface JobQueue {
-  /** Enqueues a job on its type's lane and resolves with its result when it has run. */
-  run<T>(type: string, handler: (job: JobContext) => Promise<T>): Promise<T>;
+  readonly driver: 'memory' | 'postgres';
+  /** Registers this instance's handler of a job type; jobs run here only once it exists. */
+  handle(type: string, handler: JobHandler): void;
+  /** Enqueues a job and returns its id (`id`, when given, must be new: a UUID). */
+  enqueue(type: string, payload: unknown, options?: { id?: string }): Promise<string>;
+  /** Resolves with the job's result when it has run; rejects with its error. */
+  wait(jobId: string): Promise<unknown>;
+  /** Whether the job is queued or running (anywhere). */
+  isLive(jobId: string): Promise<boolean>;
+  /** Counts as of now (memory) or of the last refresh, at most a second or two old (postgres). */
   stats(): QueueStats;
-  /** Stops accepting jobs, drops queued ones and waits (up to `timeoutMs`) for running ones. */
+  /** Stops taking jobs and waits (up to `timeoutMs`) for running ones, then aborts them. */
   close(timeoutMs?: number): Promise<void>;
 }
 
-/** Thrown by `run` for jobs that never started because the queue closed. */
+/** Rejects `wait` for jobs that never started because the queue closed. */
 export class QueueClosedError extends Error {
   constructor() {
     super('The job queue is closed');

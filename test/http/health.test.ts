@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
-import { createTestApp, type TestApp } from '../helpers.js';
+import { createTestApp, runJob, type TestApp } from '../helpers.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -45,11 +45,11 @@ describe('GET /health', () => {
   it('counts real jobs of the queue', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const running = t.ctx.queue.run('agentRun', () => gate);
-    await t.ctx.queue.run('toolExecute', () => Promise.resolve());
-    await t.ctx.queue
-      .run('toolExecute', () => Promise.reject(new Error('x')))
-      .catch(() => undefined);
+    const running = runJob(t.ctx.queue, 'agentRun', () => gate);
+    await runJob(t.ctx.queue, 'toolExecute', () => Promise.resolve());
+    await runJob(t.ctx.queue, 'toolExecute', () => Promise.reject(new Error('x'))).catch(
+      () => undefined,
+    );
     const body = (await t.app.inject({ method: 'GET', url: '/health' })).json<{
       queue: Record<string, unknown>;
     }>();

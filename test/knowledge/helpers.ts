@@ -1,3 +1,5 @@
+import type { AppContext } from '../../src/context.js';
+import { sql } from 'kysely';
 /** Helpers for knowledge HTTP tests: multipart bodies built by hand, upload/index shortcuts. */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, writeFileSync } from 'node:fs';
@@ -228,4 +230,29 @@ export async function startEmbeddingServer(): Promise<{
         }),
       ),
   };
+}
+
+/**
+ * Rows any index holds for the document: chunks, vectors (every model's table) and, on SQLite,
+ * the FTS5 rows (PostgreSQL keeps its tsvector in the chunk row).
+ */
+export async function indexRowCount(ctx: AppContext, documentId: string): Promise<number> {
+  const { db } = ctx.database;
+  const count = async (table: string) =>
+    Number(
+      (
+        await sql<{
+          n: number | string;
+        }>`select count(*) as n from ${sql.table(table)} where document_id = ${documentId}`.execute(
+          db,
+        )
+      ).rows[0]?.n ?? 0,
+    );
+  let total = await count('knowledge_chunks');
+  const tables = await sql<{
+    table_name: string;
+  }>`select table_name from knowledge_vector_tables`.execute(db);
+  for (const t of tables.rows) total += await count(t.table_name);
+  if (ctx.database.driver === 'sqlite') total += await count('knowledge_chunks_fts');
+  return total;
 }

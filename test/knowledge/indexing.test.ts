@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, type TestApp } from '../helpers.js';
-import { fakeConverters, KnowledgeClient, knowledgeApp } from './helpers.js';
+import { fakeConverters, indexRowCount, KnowledgeClient, knowledgeApp } from './helpers.js';
 
 let t: TestApp;
 let k: KnowledgeClient;
@@ -191,16 +191,7 @@ describe('delete', () => {
     expect(existsSync(join(t.dir, 'documents', doc.id))).toBe(false);
     expect((await k.get(`/documents/${doc.id}`)).statusCode).toBe(404);
     expect(await k.hits({ query: 'zebras savannah', projectId: 'del' })).toEqual([]);
-    expect(
-      t.ctx.database.native
-        .prepare('select count(*) n from knowledge_chunks where document_id = ?')
-        .get(doc.id),
-    ).toEqual({ n: 0 });
-    expect(
-      t.ctx.database.native
-        .prepare('select count(*) n from knowledge_chunks_fts where document_id = ?')
-        .get(doc.id),
-    ).toEqual({ n: 0 });
+    expect(await indexRowCount(t.ctx, doc.id)).toBe(0);
     expect((await k.delete(doc.id)).json()).toMatchObject({
       statusCode: 404,
       code: 'KNOWLEDGE_DOCUMENT_NOT_FOUND',
@@ -217,11 +208,7 @@ describe('delete', () => {
     await new Promise((r) => setTimeout(r, 1000)); // past the slow converter's own timer
     expect(existsSync(join(t.dir, 'documents', doc.id))).toBe(false);
     expect(await k.hits({ query: 'slowly converted turtles', documentId: doc.id })).toEqual([]);
-    expect(
-      t.ctx.database.native
-        .prepare('select count(*) n from knowledge_chunks where document_id = ?')
-        .get(doc.id),
-    ).toEqual({ n: 0 });
+    expect(await indexRowCount(t.ctx, doc.id)).toBe(0);
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryQueue } from '../../src/queue/memory-queue.js';
 import { QueueClosedError } from '../../src/queue/queue.js';
+import { runJob } from '../helpers.js';
 
 function deferred() {
   let resolve!: () => void;
@@ -14,13 +15,13 @@ describe('MemoryQueue', () => {
     const gates = Array.from({ length: 4 }, deferred);
     const started: number[] = [];
     const jobs = gates.map((gate, i) =>
-      queue.run('a', async () => {
+      runJob(queue, 'a', async () => {
         started.push(i);
         await gate.promise;
         return i;
       }),
     );
-    const other = queue.run('b', () => Promise.resolve('b'));
+    const other = runJob(queue, 'b', () => Promise.resolve('b'));
     await new Promise((r) => setImmediate(r));
     expect(started).toEqual([0, 1]);
     expect(queue.stats().byType.a).toMatchObject({ queued: 2, running: 2, concurrency: 2 });
@@ -42,7 +43,9 @@ describe('MemoryQueue', () => {
 
   it('counts failures and passes the error on', async () => {
     const queue = new MemoryQueue({ a: 1 });
-    await expect(queue.run('a', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    await expect(runJob(queue, 'a', () => Promise.reject(new Error('boom')))).rejects.toThrow(
+      'boom',
+    );
     expect(queue.stats().byType.a).toMatchObject({ failed: 1, completed: 0 });
     expect(queue.history('a')[0]).toMatchObject({ status: 'failed', error: 'boom' });
   });
@@ -50,14 +53,14 @@ describe('MemoryQueue', () => {
   it('keeps a bounded history while counting everything', async () => {
     const queue = new MemoryQueue({ a: 3 }, 5);
     await Promise.all(
-      Array.from({ length: 50 }, (_, i) => queue.run('a', () => Promise.resolve(i))),
+      Array.from({ length: 50 }, (_, i) => runJob(queue, 'a', () => Promise.resolve(i))),
     );
     expect(queue.history('a')).toHaveLength(5);
     expect(queue.stats().completedJobs).toBe(50);
   });
 
   it('rejects unknown job types', async () => {
-    await expect(new MemoryQueue({ a: 1 }).run('zzz', () => Promise.resolve())).rejects.toThrow(
+    await expect(runJob(new MemoryQueue({ a: 1 }), 'zzz', () => Promise.resolve())).rejects.toThrow(
       /Unknown job type/,
     );
   });
@@ -66,14 +69,16 @@ describe('MemoryQueue', () => {
     const queue = new MemoryQueue({ a: 1 });
     const gate = deferred();
     let finished = false;
-    const running = queue.run('a', async () => {
+    const running = runJob(queue, 'a', async () => {
       await gate.promise;
       finished = true;
     });
-    const queued = queue.run('a', () => Promise.resolve('never'));
+    const queued = runJob(queue, 'a', () => Promise.resolve('never'));
     const closing = queue.close(5000);
     await expect(queued).rejects.toBeInstanceOf(QueueClosedError);
-    await expect(queue.run('a', () => Promise.resolve())).rejects.toBeInstanceOf(QueueClosedError);
+    await expect(runJob(queue, 'a', () => Promise.resolve())).rejects.toBeInstanceOf(
+      QueueClosedError,
+    );
     gate.resolve();
     await closing;
     await running;
@@ -83,7 +88,8 @@ describe('MemoryQueue', () => {
   it('aborts jobs that outlive the close timeout', async () => {
     const queue = new MemoryQueue({ a: 1 });
     let aborted = false;
-    const job = queue.run(
+    const job = runJob(
+      queue,
       'a',
       ({ signal }) =>
         new Promise<void>((resolve) => {

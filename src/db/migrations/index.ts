@@ -3,9 +3,13 @@ import type { Migration } from '../migrator.js';
 import * as m0001 from './0001_auth.js';
 import * as m0002 from './0002_knowledge.js';
 import * as m0003 from './0003_embedding_reuse.js';
+import * as m0004 from './0004_jobs.js';
+import * as m0005 from './0005_files.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   { name: '0001_auth', up: m0001.up },
   { name: '0002_knowledge', up: m0002.up },
   { name: '0003_embedding_reuse', up: m0003.up },
+  { name: '0004_jobs', up: m0004.up },
+  { name: '0005_files', up: m0005.up },
 ];

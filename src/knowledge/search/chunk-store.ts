@@ -45,28 +45,54 @@ export type ChunkHit = ChunkRow & {
   source: string;
 };
 
+/** What one retrieval asks of the store. */
+export interface SearchRequest {
+  /** The query text for keyword search; null skips it. */
+  text: string | null;
+  /** The query vector of `model` for vector search; null skips it. */
+  vector: Float32Array | null;
+  model: string;
+  filter: SearchFilter;
+  /** Candidates fetched from each index. */
+  limit: number;
+}
+
+/** The raw evidence a ranking works from. */
+export interface Evidence {
+  /** Keyword matches, `score` = BM25 (higher is better). */
+  keyword: Candidate[];
+  /** Nearest chunks by vector, `score` = cosine similarity. */
+  semantic: Candidate[];
+  /** Cosine similarity of every candidate (keyword or semantic) that has a vector of the model. */
+  cosine: Map<string, number>;
+}
+
+/** Ranks the evidence into the final, ordered, cut list: pure and synchronous. */
+export type Ranking = (evidence: Evidence) => Candidate[];
+
+export interface RankedHit {
+  score: number;
+  chunk: ChunkHit;
+}
+
 export interface ChunkStore {
-  /** Runs synchronous reads against one consistent snapshot (no commit lands in between). */
-  snapshot<T>(read: () => T): T;
+  /**
+   * Gathers the evidence, ranks it and loads the ranked chunks, all from one consistent snapshot
+   * (no re-index commit lands in between). Chunks deleted meanwhile are left out.
+   */
+  search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]>;
   /** Replaces the document's chunks and index rows and marks it indexed (version + 1), atomically. */
-  commitIndex(commit: IndexCommit): 'committed' | 'discarded';
+  commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'>;
   /** Deletes the document row with its chunks and index rows, atomically. False if it did not exist. */
-  deleteDocument(documentId: string): boolean;
-  listChunks(documentId: string): ChunkRow[];
-  keywordSearch(query: string, filter: SearchFilter, limit: number): Candidate[];
-  vectorSearch(
-    vector: Float32Array,
-    model: string,
-    filter: SearchFilter,
-    limit: number,
-  ): Candidate[];
-  /** Cosine similarity of `vector` to each of the given chunks that has a vector of `model`. */
-  similarities(vector: Float32Array, model: string, chunkIds: string[]): Map<string, number>;
+  deleteDocument(documentId: string): Promise<boolean>;
+  listChunks(documentId: string): Promise<ChunkRow[]>;
   /**
    * Stored vectors of `model` for the given hashes of embedded text (the embedding cache: any
    * chunk of any document embedded from the same text with the same model).
    */
-  cachedVectors(model: string, dimensions: number, hashes: string[]): Map<string, Float32Array>;
-  /** Chunks with their document fields, for the given ids (any order). */
-  hits(chunkIds: string[]): ChunkHit[];
+  cachedVectors(
+    model: string,
+    dimensions: number,
+    hashes: string[],
+  ): Promise<Map<string, Float32Array>>;
 }

@@ -6,7 +6,16 @@
 import { createHash } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { ChunkRow } from '../../db/schema.js';
-import type { Candidate, ChunkHit, ChunkStore, IndexCommit, SearchFilter } from './chunk-store.js';
+import type {
+  Candidate,
+  ChunkHit,
+  ChunkStore,
+  IndexCommit,
+  RankedHit,
+  Ranking,
+  SearchFilter,
+  SearchRequest,
+} from './chunk-store.js';
 import { buildFtsQuery } from './fts-query.js';
 
 /** Documents whose chunks are searched: indexed ones, and indexed ones being re-indexed. */
@@ -98,7 +107,9 @@ export class SqliteChunkStore implements ChunkStore {
     this.db.prepare('delete from knowledge_chunks where document_id = ?').run(documentId);
   }
 
-  commitIndex(commit: IndexCommit): 'committed' | 'discarded' {
+  // better-sqlite3 is synchronous: the async methods do their work before they return.
+  // eslint-disable-next-line @typescript-eslint/require-await
+  async commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'> {
     const run = this.db.transaction((): 'committed' | 'discarded' => {
       const doc = this.db
         .prepare(
@@ -164,12 +175,35 @@ export class SqliteChunkStore implements ChunkStore {
     }
   }
 
-  snapshot<T>(read: () => T): T {
+  // eslint-disable-next-line @typescript-eslint/require-await
+  async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
     // A deferred transaction in WAL mode: every statement inside sees the same snapshot.
-    return this.db.transaction(read).deferred();
+    return this.db
+      .transaction(() => {
+        const { text, vector, model, filter, limit } = request;
+        const keyword = text === null ? [] : this.keywordSearch(text, filter, limit);
+        const semantic = vector === null ? [] : this.vectorSearch(vector, model, filter, limit);
+        const cosine =
+          vector === null
+            ? new Map<string, number>()
+            : this.similarities(
+                vector,
+                model,
+                keyword.map((k) => k.chunkId),
+              );
+        for (const s of semantic) cosine.set(s.chunkId, s.score);
+        const top = rank({ keyword, semantic, cosine });
+        const rows = new Map(this.hits(top.map((c) => c.chunkId)).map((r) => [r.id, r]));
+        return top.flatMap((c) => {
+          const chunk = rows.get(c.chunkId);
+          return chunk === undefined ? [] : [{ score: c.score, chunk }];
+        });
+      })
+      .deferred();
   }
 
-  deleteDocument(documentId: string): boolean {
+  // eslint-disable-next-line @typescript-eslint/require-await
+  async deleteDocument(documentId: string): Promise<boolean> {
     return this.db
       .transaction(() => {
         this.deleteIndexRows(documentId);
@@ -181,7 +215,8 @@ export class SqliteChunkStore implements ChunkStore {
       .immediate();
   }
 
-  listChunks(documentId: string): ChunkRow[] {
+  // eslint-disable-next-line @typescript-eslint/require-await
+  async listChunks(documentId: string): Promise<ChunkRow[]> {
     return this.db
       .prepare('select * from knowledge_chunks where document_id = ? order by chunk_index')
       .all(documentId) as ChunkRow[];
@@ -273,7 +308,7 @@ export class SqliteChunkStore implements ChunkStore {
       .all(...params) as Candidate[];
   }
 
-  similarities(vector: Float32Array, model: string, chunkIds: string[]): Map<string, number> {
+  private similarities(vector: Float32Array, model: string, chunkIds: string[]): Map<string, number> {
     const table = this.vectorTable(model, vector.length, false);
     const result = new Map<string, number>();
     if (table === null || chunkIds.length === 0) return result;
@@ -288,7 +323,12 @@ export class SqliteChunkStore implements ChunkStore {
     return result;
   }
 
-  cachedVectors(model: string, dimensions: number, hashes: string[]): Map<string, Float32Array> {
+  // eslint-disable-next-line @typescript-eslint/require-await
+  async cachedVectors(
+    model: string,
+    dimensions: number,
+    hashes: string[],
+  ): Promise<Map<string, Float32Array>> {
     const result = new Map<string, Float32Array>();
     const table = this.vectorTable(model, dimensions, false);
     if (table === null || hashes.length === 0) return result;
@@ -309,7 +349,7 @@ export class SqliteChunkStore implements ChunkStore {
     return result;
   }
 
-  hits(chunkIds: string[]): ChunkHit[] {
+  private hits(chunkIds: string[]): ChunkHit[] {
     if (chunkIds.length === 0) return [];
     return this.db
       .prepare(

@@ -12,12 +12,20 @@ const HEAD_BYTES = 4100;
 export class LocalStorage implements FileStorage {
   private readonly tmpDir: string;
 
-  constructor(private readonly root: string) {
-    this.tmpDir = join(root, 'tmp');
+  /** `root` holds the files; `scratchDir` the uploads still being received. */
+  constructor(
+    private readonly root: string,
+    scratchDir: string,
+  ) {
+    this.tmpDir = scratchDir;
+  }
+
+  withLocalFile<T>(key: string, fn: (path: string) => Promise<T>): Promise<T> {
+    return fn(this.localPath(key));
   }
 
   /** Resolves a key inside the root; anything that would escape it is a programming error. */
-  localPath(key: string): string {
+  private localPath(key: string): string {
     const path = resolve(this.root, key);
     const rel = relative(this.root, path);
     if (key === '' || rel === '' || rel.startsWith('..') || isAbsolute(rel)) {

@@ -19,8 +19,11 @@ export interface FileStorage {
   receive(input: Readable, maxBytes: number, tooLarge: () => Error): Promise<PendingFile>;
   /** Writes a whole file under `key` atomically. */
   writeFile(key: string, data: string | Uint8Array): Promise<void>;
-  /** A local filesystem path for `key` (a converter process reads it). */
-  localPath(key: string): string;
+  /**
+   * Runs `fn` with a local filesystem path holding the file of `key` (a converter process reads
+   * it): the file itself on local storage, a temporary copy otherwise (removed afterwards).
+   */
+  withLocalFile<T>(key: string, fn: (path: string) => Promise<T>): Promise<T>;
   readText(key: string): Promise<string>;
   /** Removes `key`; a missing file is not an error. */
   remove(key: string): Promise<void>;
@@ -30,6 +33,10 @@ export interface FileStorage {
   list(prefix: string): Promise<string[]>;
 }
 
+/**
+ * Files being received or converted live in a scratch directory on local disk, whatever the
+ * storage driver.
+ */
 export interface PendingFile {
   size: number;
   checksum: string;

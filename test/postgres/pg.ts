@@ -1,0 +1,39 @@
+/**
+ * PostgreSQL test support: every caller gets a fresh database on the server of
+ * `TEST_DATABASE_URL` (its template has the pgvector extension), dropped afterwards.
+ */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+
+/** The admin URL of the test server, or undefined when PostgreSQL tests are off. */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+export interface FreshDatabase {
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  if (TEST_DATABASE_URL === undefined) throw new Error('TEST_DATABASE_URL is not set');
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function freshDatabase(): Promise<FreshDatabase> {
+  const name = `aps_t_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  await admin((c) => c.query(`create database ${name}`));
+  const url = new URL(TEST_DATABASE_URL ?? '');
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    drop: () =>
+      admin((c) => c.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
+  };
+}
