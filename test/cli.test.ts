@@ -3,44 +3,54 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from './helpers.js';
+import { MIGRATIONS } from '../src/db/migrations/index.js';
+import { postgresEnv, tempDir } from './helpers.js';
+import { TEST_DATABASE_URL } from './postgres/pg.js';
 
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 const run = promisify(execFile);
 
-function env(dir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, DATA_DIR: dir, NODE_ENV: 'test', LOG_LEVEL: 'warn', ...extra };
+const NAMES = MIGRATIONS.map((m) => m.name);
+const N = NAMES.length;
+
+/** The CLI's environment; on the PostgreSQL run each data directory gets its own database. */
+async function env(dir: string, extra: Record<string, string> = {}): Promise<NodeJS.ProcessEnv> {
+  return {
+    PATH: process.env.PATH,
+    DATA_DIR: dir,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    ...(await postgresEnv(dir, extra)),
+    ...extra,
+  };
 }
 
 async function aps(dir: string, args: string[], extra: Record<string, string> = {}) {
-  return run(process.execPath, [CLI, ...args], { env: env(dir, extra), cwd: dir });
+  return run(process.execPath, [CLI, ...args], { env: await env(dir, extra), cwd: dir });
 }
 
 describe('aps CLI', () => {
   it('migrate, migrate status', async () => {
     const dir = tempDir();
     expect((await aps(dir, ['migrate', 'status'])).stdout).toMatch(
-      /pending\s+0001_auth\npending\s+0002_knowledge\npending\s+0003_embedding_reuse\n0 applied, 3 pending/,
+      new RegExp(`^${NAMES.map((n) => `pending\\s+${n}\n`).join('')}0 applied, ${N} pending`),
     );
     expect((await aps(dir, ['migrate'])).stdout).toMatch(
-      /applied\s+0001_auth .*\napplied\s+0002_knowledge .*\napplied\s+0003_embedding_reuse .*\n3 applied, 0 pending/,
+      new RegExp(`^${NAMES.map((n) => `applied\\s+${n} .*\n`).join('')}${N} applied, 0 pending`),
     );
-    expect((await aps(dir, ['migrate', 'status'])).stdout).toMatch(/3 applied, 0 pending/);
+    expect((await aps(dir, ['migrate', 'status'])).stdout).toMatch(
+      new RegExp(`${N} applied, 0 pending`),
+    );
   });
 
   it('concurrent processes migrate each migration exactly once', async () => {
     const dir = tempDir();
     const results = await Promise.all([1, 2, 3, 4].map(() => aps(dir, ['migrate'])));
-    for (const r of results) expect(r.stdout).toMatch(/3 applied, 0 pending/);
-    const db = new Database(join(dir, 'aps.sqlite'), { readonly: true });
-    expect(db.prepare('select name from aps_migrations order by name').all()).toEqual([
-      { name: '0001_auth' },
-      { name: '0002_knowledge' },
-      { name: '0003_embedding_reuse' },
-    ]);
-    db.close();
+    for (const r of results) expect(r.stdout).toMatch(new RegExp(`${N} applied, 0 pending`));
+    // Each migration is recorded once, in order (the bookkeeping table's primary key is the name).
+    const status = (await aps(dir, ['migrate', 'status'])).stdout;
+    expect(status.match(/^applied\s+(\S+)/gm)?.map((l) => l.split(/\s+/)[1])).toEqual(NAMES);
   });
 
   it('keys create / list / rotate / revoke', async () => {
@@ -81,7 +91,7 @@ describe('aps CLI', () => {
   it('serve: prints address and first key, then shuts down cleanly on SIGTERM', async () => {
     const dir = tempDir();
     const child = spawn(process.execPath, [CLI, 'serve'], {
-      env: env(dir, { PORT: '0' }),
+      env: await env(dir, { PORT: '0' }),
       cwd: dir,
     });
     let out = '';
@@ -106,8 +116,10 @@ describe('aps CLI', () => {
     );
     child.kill('SIGTERM');
     expect(await exit).toBe(0);
-    // The database was closed properly: SQLite checkpointed and removed its WAL file.
-    expect(existsSync(join(dir, 'aps.sqlite'))).toBe(true);
-    expect(existsSync(join(dir, 'aps.sqlite-wal'))).toBe(false);
+    if (TEST_DATABASE_URL === undefined) {
+      // The database was closed properly: SQLite checkpointed and removed its WAL file.
+      expect(existsSync(join(dir, 'aps.sqlite'))).toBe(true);
+      expect(existsSync(join(dir, 'aps.sqlite-wal'))).toBe(false);
+    }
   });
 });
