@@ -4,6 +4,7 @@
  *   npx tsx bench/retrieval.ts [--sets scifact,paraphrase] [--limit N] [--modes keyword,semantic,hybrid]
  *                              [--scale 10000,100000] [--scale-queries 200] [--files-per 5000]
  *                              [--seed 42] [--distractors N] [--overlap] [--dataset DIR]
+ *                              [--db sqlite|postgres]
  *
  * `--sets none` skips the quality sets (e.g. with --scale only).
  *
@@ -21,6 +22,10 @@
  * - --scale N,…: synthetic corpora of N ~1,000-character chunks (files of ≤ 5,000 sections),
  *   random queries per mode through HTTP, and beside them the floor: query embedding and the
  *   bare store searches (the server's ChunkStore called directly), plus the process RSS.
+ *
+ * `--db postgres` runs the same on PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster started
+ * by scripts/postgres/cluster.sh), files kept in the database, and adds the recall@10 of the
+ * HNSW vector search against exact search at each scale.
  *
  * Progress goes to stderr; the results (one table) to stdout.
  */
@@ -46,6 +51,7 @@ import {
   scifactSet,
   type EvalSet,
 } from './retrieval/sets.js';
+import { hnswRecall, startPostgres } from './retrieval/postgres.js';
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
 
 const { values } = parseArgs({
@@ -60,6 +66,7 @@ const { values } = parseArgs({
     dataset: { type: 'string', default: SCIFACT_DIR },
     overlap: { type: 'boolean', default: false },
     distractors: { type: 'string', default: '0' },
+    db: { type: 'string', default: 'sqlite' },
   },
 });
 
@@ -83,6 +90,22 @@ const scales = list(values.scale).map((n) => {
   return v;
 });
 const seed = Number(values.seed);
+if (values.db !== 'sqlite' && values.db !== 'postgres')
+  throw new Error(`unknown --db ${values.db}`);
+const postgres = values.db === 'postgres' ? startPostgres(log) : undefined;
+process.on('exit', () => postgres?.stop());
+
+/** A bench server on the chosen database. */
+async function startBench(label: string): Promise<BenchServer> {
+  if (postgres === undefined) return BenchServer.start(label);
+  const database = await postgres.createDatabase(label);
+  return BenchServer.start(
+    label,
+    undefined,
+    { DATABASE_URL: database.url, STORAGE_DRIVER: 'postgres' },
+    database.drop,
+  );
+}
 
 const fmt = (x: number, digits = 3) => x.toFixed(digits);
 const ms = (x: number) => x.toFixed(1);
@@ -98,6 +121,7 @@ interface Row {
   quality?: QueryMetrics;
   p50: number;
   p95: number;
+  p99: number;
 }
 const rows: Row[] = [];
 const notes: string[] = [];
@@ -139,7 +163,7 @@ if (paraphrase !== undefined) {
 // --- quality sets -------------------------------------------------------------------------------
 
 async function runSet(set: EvalSet): Promise<void> {
-  const bench = await BenchServer.start(set.name);
+  const bench = await startBench(set.name);
   try {
     let chunks = 0;
     const t = performance.now();
@@ -208,7 +232,7 @@ async function runScale(n: number): Promise<void> {
     random,
   );
   const label = n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n);
-  const bench = await BenchServer.start(`scale-${label}`);
+  const bench = await startBench(`scale-${label}`);
   try {
     let chunks = 0;
     let files = 0;
@@ -271,6 +295,11 @@ async function runScale(n: number): Promise<void> {
       floor +=
         `; bare vector search (k=100) p50 ${ms2(v.p50)} / p95 ${ms2(v.p95)} ms` +
         `; bare keyword search (100) p50 ${ms2(k.p50)} / p95 ${ms2(k.p95)} ms`;
+      const database = bench.server.ctx.database;
+      if (database.driver === 'postgres') {
+        const recall = await hnswRecall(database, store, embedder.model, vectors);
+        floor += `; HNSW recall@10 vs exact search ${fmt(recall)}`;
+      }
     }
     notes.push(
       `synthetic ${label}: ${files} files → ${chunks} chunks indexed in ${ingestS.toFixed(1)} s over HTTP (vocabulary ${generator.vocabulary} words + 20,000 pseudo-words); ${floor}; RSS ${mb(rssIndexed)} after indexing, ${mb(process.memoryUsage().rss)} after queries, peak ${mb(maxRss())}`,
@@ -288,12 +317,14 @@ const dash = '–';
 console.log('');
 for (const note of notes) console.log(`- ${note}`);
 console.log('');
-console.log('| set | mode | queries | nDCG@10 | Recall@5 | Recall@10 | MRR@10 | p50 ms | p95 ms |');
-console.log('|---|---|---|---|---|---|---|---|---|');
+console.log(
+  `database: ${values.db}\n\n| set | mode | queries | nDCG@10 | Recall@5 | Recall@10 | MRR@10 | p50 ms | p95 ms | p99 ms |`,
+);
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const q = r.quality;
   console.log(
-    `| ${r.set} | ${r.mode} | ${r.queries} | ${q ? fmt(q.ndcg10) : dash} | ${q ? fmt(q.recall5) : dash} | ${q ? fmt(q.recall10) : dash} | ${q ? fmt(q.mrr10) : dash} | ${ms(r.p50)} | ${ms(r.p95)} |`,
+    `| ${r.set} | ${r.mode} | ${r.queries} | ${q ? fmt(q.ndcg10) : dash} | ${q ? fmt(q.recall5) : dash} | ${q ? fmt(q.recall10) : dash} | ${q ? fmt(q.mrr10) : dash} | ${ms(r.p50)} | ${ms(r.p95)} | ${ms(r.p99)} |`,
   );
 }
 const recall5 = (set: string, mode: Mode) =>

@@ -39,12 +39,20 @@ export class BenchServer {
     private readonly dir: string,
     private readonly api: string,
     private readonly headers: Record<string, string>,
+    private readonly cleanup: () => Promise<void>,
   ) {}
 
-  static async start(label: string, embeddingCache = DEFAULT_EMBEDDING_CACHE) {
+  /** `env` adds settings, e.g. a PostgreSQL `DATABASE_URL`; `cleanup` runs after close. */
+  static async start(
+    label: string,
+    embeddingCache = DEFAULT_EMBEDDING_CACHE,
+    env: Record<string, string> = {},
+    cleanup: () => Promise<void> = () => Promise.resolve(),
+  ) {
     const dir = mkdtempSync(join(tmpdir(), `aps-bench-${label}-`));
     const config = loadConfig(
       {
+        ...env,
         DATA_DIR: dir,
         PORT: '0',
         LOG_LEVEL: 'warn',
@@ -60,18 +68,24 @@ export class BenchServer {
       server = await startServer(config, { print: (l) => lines.push(l) });
     } catch (error) {
       rmSync(dir, { recursive: true, force: true });
+      await cleanup();
       throw error;
     }
     const key = /^\s+(aps_\S+)$/m.exec(lines.join('\n'))?.[1];
     if (key === undefined) {
       await server.close();
       rmSync(dir, { recursive: true, force: true });
+      await cleanup();
       throw new Error('the server printed no first API key');
     }
     await server.ctx.knowledge.embedder.ready();
-    return new BenchServer(server, dir, `${server.address}${config.apiPrefix}/knowledge`, {
-      authorization: `Bearer ${key}`,
-    });
+    return new BenchServer(
+      server,
+      dir,
+      `${server.address}${config.apiPrefix}/knowledge`,
+      { authorization: `Bearer ${key}` },
+      cleanup,
+    );
   }
 
   private async request<T>(path: string, init: RequestInit): Promise<T> {
@@ -143,6 +157,7 @@ export class BenchServer {
       await this.server.close();
     } finally {
       rmSync(this.dir, { recursive: true, force: true });
+      await this.cleanup();
     }
   }
 }

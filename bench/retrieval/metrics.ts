@@ -47,7 +47,15 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? 0;
 }
 
-export function latencySummary(samples: readonly number[]): { p50: number; p95: number } {
+export function latencySummary(samples: readonly number[]): {
+  p50: number;
+  p95: number;
+  p99: number;
+} {
   const sorted = [...samples].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95) };
+  return {
+    p50: percentile(sorted, 0.5),
+    p95: percentile(sorted, 0.95),
+    p99: percentile(sorted, 0.99),
+  };
 }

@@ -95,7 +95,13 @@ export class IndexingService {
   private readonly running = new Map<string, AbortController>();
 
   constructor(private readonly deps: IndexingDeps) {
-    deps.queue.handle(INDEX_JOB, (payload, job) => this.runJob(payload as IndexJob, job));
+    deps.queue.handle(INDEX_JOB, (payload, job) => this.runJob(payload as IndexJob, job), {
+      // Instances kept dying while indexing it (a crashing document?): fail it, don't retry.
+      onAbandoned: async (payload, error) => {
+        const { documentId, token } = payload as IndexJob;
+        await deps.repo.failIndex(documentId, token, error.message);
+      },
+    });
   }
 
   /** Starts an indexing run; resolves when it is done, or at once (`async`) after it is queued. */
@@ -189,8 +195,9 @@ export class IndexingService {
       return await this.run(id, token, params, signal);
     } catch (error) {
       if (context.signal.aborted) {
-        // This instance is shutting down: the document stays `indexing`; the job is run again
-        // after the restart (memory queue) or by another instance (shared queue).
+        // This instance is shutting down (or lost the job's lease): the document stays
+        // `indexing`; the job is run again after the restart (memory queue) or by another
+        // instance (shared queue).
         throw new AppError(
           'SERVICE_UNAVAILABLE',
           'The server shut down during indexing; it resumes after the restart.',
@@ -239,11 +246,9 @@ export class IndexingService {
     await embedder.ready();
     const texts = chunks.map((c) => embeddingText(c.sectionPath, c.content));
     const hashes = texts.map(sha256);
-    const known = await store.cachedVectors(
-      embedder.model,
-      embedder.dimensions,
-      [...new Set(hashes)],
-    );
+    const known = await store.cachedVectors(embedder.model, embedder.dimensions, [
+      ...new Set(hashes),
+    ]);
     const missing = texts.flatMap((text, i) => (known.has(hashes[i] ?? '') ? [] : [{ text, i }]));
     const fresh =
       missing.length === 0

@@ -21,8 +21,15 @@ export interface JobContext {
   id: string;
   /** 1 for the first run; more when an instance died while running it and another took over. */
   attempt: number;
-  /** Aborted when the queue is closed while the job still runs. */
+  /**
+   * Aborted when the queue is closed while the job still runs, or (shared queue) when this
+   * instance lost the job's lease and another instance runs it now.
+   */
   signal: AbortSignal;
+}
+
+export interface HandleOptions {
+  onAbandoned?: (payload: unknown, error: Error) => Promise<void>;
 }
 
 /** Runs one job. Payloads and results are JSON values (they may cross instances). */
@@ -35,8 +42,12 @@ export type JobHandler = (payload: unknown, job: JobContext) => Promise<unknown>
  */
 export interface JobQueue {
   readonly driver: 'memory' | 'postgres';
-  /** Registers this instance's handler of a job type; jobs run here only once it exists. */
-  handle(type: string, handler: JobHandler): void;
+  /**
+   * Registers this instance's handler of a job type; jobs run here only once it exists.
+   * `onAbandoned` runs (on one instance) when a job is given up because the instances running it
+   * kept dying (shared queue only): the job's subject can then be marked failed.
+   */
+  handle(type: string, handler: JobHandler, options?: HandleOptions): void;
   /** Enqueues a job and returns its id (`id`, when given, must be new: a UUID). */
   enqueue(type: string, payload: unknown, options?: { id?: string }): Promise<string>;
   /** Resolves with the job's result when it has run; rejects with its error. */

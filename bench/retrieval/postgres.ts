@@ -1,0 +1,107 @@
+/**
+ * `--db postgres` for bench/retrieval.ts: a PostgreSQL server (BENCH_DATABASE_URL, or a throwaway
+ * cluster started with scripts/postgres/cluster.sh), a fresh database per bench server, and the
+ * recall of the store's vector search (HNSW) against exact search.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import type { PostgresDatabase } from '../../src/db/database.js';
+import type { ChunkStore } from '../../src/knowledge/search/chunk-store.js';
+
+const CLUSTER = resolve(import.meta.dirname, '../../scripts/postgres/cluster.sh');
+
+export interface PostgresServer {
+  adminUrl: string;
+  /** A new empty database (with pgvector, from the template) for one bench server. */
+  createDatabase(label: string): Promise<{ url: string; drop: () => Promise<void> }>;
+  stop(): void;
+}
+
+async function admin(url: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+export function startPostgres(log: (line: string) => void): PostgresServer {
+  let adminUrl = process.env.BENCH_DATABASE_URL;
+  let clusterDir: string | undefined;
+  if (adminUrl === undefined) {
+    clusterDir = join(mkdtempSync(join(tmpdir(), 'aps-bench-pg-')), 'cluster');
+    execFileSync('bash', [join(CLUSTER, '../install-pgvector.sh')], { stdio: 'inherit' });
+    adminUrl = execFileSync('bash', [CLUSTER, 'start', clusterDir], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }).trim();
+    log(`PostgreSQL: throwaway cluster at ${adminUrl}`);
+  }
+  const url = adminUrl;
+  return {
+    adminUrl: url,
+    async createDatabase(label) {
+      const name = `aps_bench_${label.replace(/\W/g, '_')}_${randomUUID().slice(0, 8)}`;
+      await admin(url, `create database ${name}`);
+      const target = new URL(url);
+      target.pathname = `/${name}`;
+      return {
+        url: target.toString(),
+        drop: () => admin(url, `drop database if exists ${name} with (force)`),
+      };
+    },
+    stop() {
+      if (clusterDir !== undefined) execFileSync('bash', [CLUSTER, 'stop', clusterDir]);
+    },
+  };
+}
+
+/**
+ * Recall@10 of the store's vector search (what retrieval uses: HNSW on PostgreSQL) against an
+ * exact scan of the same vectors, over the given query vectors.
+ */
+export async function hnswRecall(
+  database: PostgresDatabase,
+  store: ChunkStore,
+  model: string,
+  vectors: Float32Array[],
+): Promise<number> {
+  const tables = await database.pool.query<{ table_name: string }>(
+    'select table_name from knowledge_vector_tables where model = $1 and dimensions = $2',
+    [model, vectors[0]?.length ?? 0],
+  );
+  const table = tables.rows[0]?.table_name;
+  if (table === undefined) throw new Error(`no vector table for ${model}`);
+  let found = 0;
+  let total = 0;
+  for (const vector of vectors) {
+    const approx = await store.search({ text: null, vector, model, filter: {}, limit: 10 }, (e) =>
+      e.semantic.slice(0, 10),
+    );
+    const client = await database.pool.connect();
+    let exact: string[];
+    try {
+      await client.query('begin');
+      await client.query('set local enable_indexscan = off');
+      await client.query('set local enable_bitmapscan = off');
+      const rows = await client.query<{ chunk_id: string }>(
+        `select chunk_id from ${table} order by embedding <=> $1::vector limit 10`,
+        [`[${Array.from(vector).join(',')}]`],
+      );
+      exact = rows.rows.map((r) => r.chunk_id);
+      await client.query('commit');
+    } finally {
+      client.release();
+    }
+    const got = new Set(approx.map((h) => h.chunk.id));
+    found += exact.filter((id) => got.has(id)).length;
+    total += exact.length;
+  }
+  return total === 0 ? 1 : found / total;
+}

@@ -1,0 +1,232 @@
+/**
+ * Two real server processes (dist/cli.js) on one PostgreSQL database, files kept in the database:
+ * work requested on one instance runs on either, and a job whose instance is killed is finished
+ * by the other, with nothing lost or duplicated.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_EMBEDDING_CACHE, tempDir } from '../helpers.js';
+import { freshDatabase, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
+
+const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
+const KEY = `aps_${randomBytes(32).toString('base64url')}`;
+
+interface Instance {
+  name: string;
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  output: () => string;
+}
+
+async function startInstance(name: string, env: Record<string, string>): Promise<Instance> {
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { PATH: process.env.PATH, ...env, DATA_DIR: tempDir(), PORT: '0' },
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`${name} did not start: ${out}`));
+    }, 30_000);
+    const check = () => {
+      const m = /listening on (http:\/\/\S+) /.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolveUrl(m[1]!);
+      }
+    };
+    child.stdout.on('data', check);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${String(code)}): ${out}`));
+    });
+  });
+  return { name, child, url, output: () => out };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the caller names the response shape
+async function api<T = unknown>(
+  instance: Instance,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: T }> {
+  const res = await fetch(`${instance.url}/api/v1${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${KEY}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: (await res.json()) as T };
+}
+
+async function upload(instance: Instance, name: string, text: string) {
+  const form = new FormData();
+  form.append('file', new Blob([text], { type: 'text/plain' }), name);
+  const res = await fetch(`${instance.url}/api/v1/knowledge/documents/upload`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}` },
+    body: form,
+  });
+  expect(res.status).toBe(201);
+  return (await res.json()) as { id: string; status: string; version: number };
+}
+
+interface HealthQueue {
+  queue: { runningJobs: number; queuedJobs: number };
+}
+
+interface Doc {
+  id: string;
+  status: string;
+  version: number;
+  errorMessage: string | null;
+}
+
+async function waitForStatus(instance: Instance, id: string, timeoutMs = 60_000): Promise<Doc> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const { json } = await api<Doc>(instance, 'GET', `/knowledge/documents/${id}`);
+    if (json.status !== 'indexing' && json.status !== 'uploaded') return json;
+    if (Date.now() > until) throw new Error(`document ${id} still ${json.status}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function retrieve(instance: Instance, query: string, documentId?: string) {
+  const { status, json } = await api<{ items: { documentId: string; content: string }[] }>(
+    instance,
+    'POST',
+    '/knowledge/retrieve',
+    { query, topK: 5, ...(documentId === undefined ? {} : { documentId }) },
+  );
+  expect(status).toBe(200);
+  return json.items;
+}
+
+describe.skipIf(TEST_DATABASE_URL === undefined)('two instances on one PostgreSQL', () => {
+  let database: FreshDatabase;
+  let a: Instance;
+  let b: Instance;
+  const work = tempDir();
+
+  beforeAll(async () => {
+    database = await freshDatabase();
+    // A converter that records which server process runs it, then takes 4 s.
+    const slow = join(work, 'slow.mjs');
+    writeFileSync(
+      slow,
+      `#!/usr/bin/env node
+import { mkdirSync, writeFileSync, appendFileSync } from 'node:fs';
+appendFileSync(${JSON.stringify(join(work, 'runs.log'))}, process.ppid + '\\n');
+const out = process.argv[3];
+setTimeout(() => {
+  mkdirSync(out, { recursive: true });
+  writeFileSync(out + '/document.md', '# Ledger\\n\\nThe lighthouse keeper logs every passing ship in the ledger.');
+}, 4000);
+`,
+    );
+    chmodSync(slow, 0o755);
+    const commands = join(work, 'commands.json');
+    writeFileSync(
+      commands,
+      JSON.stringify({
+        commands: [
+          { id: 'slow', description: 'takes 4 s', argv: [slow, '{input}', '{outputDir}'] },
+        ],
+      }),
+    );
+    const env = {
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: database.url,
+      STORAGE_DRIVER: 'postgres',
+      BOOTSTRAP_API_KEY: KEY,
+      QUEUE_LEASE_MS: '2000',
+      EMBEDDING_CACHE_DIR: TEST_EMBEDDING_CACHE,
+      KNOWLEDGE_COMMANDS_FILE: commands,
+    };
+    // Started together: the advisory lock makes them migrate once.
+    [a, b] = await Promise.all([startInstance('A', env), startInstance('B', env)]);
+  }, 90_000);
+
+  afterAll(async () => {
+    for (const i of [a, b] as (Instance | undefined)[]) i?.child.kill('SIGKILL');
+    await database.drop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('shares the queue: upload through A, index through B, retrieve through both', async () => {
+    const health = await (await fetch(`${a.url}/health`)).json();
+    expect(health).toMatchObject({ status: 'ok', queueDriver: 'postgres' });
+
+    const doc = await upload(
+      a,
+      'harbour.txt',
+      'The harbour master counts the fishing boats at dawn.\n\nGulls follow the trawlers home.',
+    );
+    const indexed = await api<{ chunkCount: number; document: Doc }>(
+      b,
+      'POST',
+      `/knowledge/documents/${doc.id}/index`,
+      {},
+    );
+    expect(indexed.status).toBe(201);
+    expect(indexed.json.document).toMatchObject({ status: 'indexed', version: 2 });
+    for (const instance of [a, b]) {
+      const items = await retrieve(instance, 'who counts fishing boats');
+      expect(items[0]).toMatchObject({ documentId: doc.id });
+      expect(items[0]!.content).toContain('harbour master');
+    }
+    // The same document, listed from either instance.
+    const list = await api<{ items: Doc[] }>(b, 'GET', '/knowledge/documents');
+    expect(list.json.items.map((d) => d.id)).toContain(doc.id);
+  }, 60_000);
+
+  it('finishes a job on the other instance when the one running it is killed', async () => {
+    const doc = await upload(a, 'ledger.txt', 'placeholder text, converted by the slow command');
+    const queued = await api<Doc>(b, 'POST', `/knowledge/documents/${doc.id}/index`, {
+      commandId: 'slow',
+      async: true,
+    });
+    expect(queued.status).toBe(202);
+
+    // Wait until a server process has started the converter, and kill that process.
+    const runs = join(work, 'runs.log');
+    const until = Date.now() + 20_000;
+    while (!existsSync(runs) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    const firstPid = Number(readFileSync(runs, 'utf8').trim().split('\n')[0]);
+    const victim = [a, b].find((i) => i.child.pid === firstPid);
+    expect(victim).toBeDefined();
+    const survivor = victim === a ? b : a;
+    victim!.child.kill('SIGKILL');
+
+    const done = await waitForStatus(survivor, doc.id);
+    expect(done).toMatchObject({ status: 'indexed', version: 2, errorMessage: null });
+    const pids = readFileSync(runs, 'utf8').trim().split('\n').map(Number);
+    expect(pids).toEqual([victim!.child.pid, survivor.child.pid]);
+
+    const chunks = await api<{ items: { chunkIndex: number; content: string }[] }>(
+      survivor,
+      'GET',
+      `/knowledge/documents/${doc.id}/chunks`,
+    );
+    expect(chunks.json.items.map((c) => c.chunkIndex)).toEqual([0]);
+    expect(chunks.json.items[0]!.content).toContain('lighthouse keeper');
+    const items = await retrieve(survivor, 'ledger of passing ships', doc.id);
+    expect(items).toHaveLength(1);
+
+    // /health reports the shared queue's counts (refreshed in the background).
+    await expect
+      .poll(
+        async () => ((await (await fetch(`${survivor.url}/health`)).json()) as HealthQueue).queue,
+      )
+      .toMatchObject({ runningJobs: 0, queuedJobs: 0 });
+  }, 90_000);
+});
