@@ -40,7 +40,13 @@ export async function ensureInitialKeys(
 /** Start-up housekeeping of the knowledge base after a crash or restart. */
 export async function recoverKnowledge(ctx: AppContext): Promise<void> {
   await sweepScratch(ctx.knowledge.scratchDir);
-  await ctx.knowledge.documents.sweepOrphanFiles();
+  if (ctx.queue.driver === 'memory') await ctx.knowledge.documents.sweepOrphanFiles();
+  else {
+    // Other instances may be mid-upload: orphans are confirmed after a minute, in the background.
+    void ctx.knowledge.documents.sweepOrphanFiles(60_000).catch((error: unknown) => {
+      ctx.log.warn({ err: error }, 'sweeping orphan files failed');
+    });
+  }
   await ctx.knowledge.indexing.recoverInterrupted();
 }
 

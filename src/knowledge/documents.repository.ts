@@ -25,6 +25,20 @@ export class DocumentsRepository {
       .executeTakeFirst();
   }
 
+  /** Which of `ids` are documents (one query per 500 ids). */
+  async existingIds(ids: readonly string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const rows = await this.db
+        .selectFrom('knowledge_documents')
+        .select('id')
+        .where('id', 'in', ids.slice(i, i + 500))
+        .execute();
+      for (const r of rows) found.add(r.id);
+    }
+    return found;
+  }
+
   findByChecksum(projectKey: string, checksum: string): Promise<DocumentRow | undefined> {
     return this.db
       .selectFrom('knowledge_documents')

@@ -130,16 +130,25 @@ export class DocumentsService {
     }
   }
 
-  /** Removes file directories whose document no longer exists (a crash or a failed removal). */
-  async sweepOrphanFiles(): Promise<number> {
-    let removed = 0;
-    for (const id of await this.storage.list('documents')) {
-      if ((await this.repo.findById(id)) === undefined) {
-        await this.storage.removePrefix(documentPrefix(id));
-        removed += 1;
-      }
+  /**
+   * Removes file directories whose document no longer exists (a crash or a failed removal).
+   * With storage shared between instances, a directory may belong to an upload another instance
+   * is committing right now (files first, then the row): such candidates are checked again after
+   * `graceMs` and removed only if their document still does not exist.
+   */
+  async sweepOrphanFiles(graceMs = 0): Promise<number> {
+    const orphans = async (ids: string[]) => {
+      const known = await this.repo.existingIds(ids);
+      return ids.filter((id) => !known.has(id));
+    };
+    let candidates = await orphans(await this.storage.list('documents'));
+    if (candidates.length > 0 && graceMs > 0) {
+      await new Promise((resolve) => setTimeout(resolve, graceMs).unref());
+      candidates = await orphans(candidates);
     }
-    if (removed > 0) this.log.info({ removed }, 'removed files of deleted documents');
-    return removed;
+    for (const id of candidates) await this.storage.removePrefix(documentPrefix(id));
+    if (candidates.length > 0)
+      this.log.info({ removed: candidates.length }, 'removed files of deleted documents');
+    return candidates.length;
   }
 }

@@ -341,6 +341,7 @@ export class PostgresQueue implements JobQueue {
       return rows.length;
     }
     for (const row of rows) this.start(type, lane, row, sentAt + this.leaseMs);
+    if (rows.length > 0) this.refreshSoon();
     return rows.length;
   }
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { createTestApp, runJob, type TestApp } from '../helpers.js';
+import { TEST_DATABASE_URL } from '../postgres/pg.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -21,7 +22,7 @@ describe('GET /health', () => {
     expect(res.json()).toEqual({
       status: 'ok',
       mode: 'normal',
-      queueDriver: 'memory',
+      queueDriver: TEST_DATABASE_URL === undefined ? 'memory' : 'postgres',
       queue: {
         agentRunConcurrency: 3,
         toolExecuteConcurrency: 5,
@@ -50,10 +51,12 @@ describe('GET /health', () => {
     await runJob(t.ctx.queue, 'toolExecute', () => Promise.reject(new Error('x'))).catch(
       () => undefined,
     );
-    const body = (await t.app.inject({ method: 'GET', url: '/health' })).json<{
-      queue: Record<string, unknown>;
-    }>();
-    expect(body.queue).toMatchObject({
+    // A shared (PostgreSQL) queue's counts are refreshed in the background: poll.
+    const queue = async () =>
+      (await t.app.inject({ method: 'GET', url: '/health' })).json<{
+        queue: Record<string, unknown>;
+      }>().queue;
+    await expect.poll(queue, { interval: 50, timeout: 3000 }).toMatchObject({
       totalJobs: 3,
       runningJobs: 1,
       completedJobs: 1,

@@ -4,7 +4,13 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, type TestApp } from '../helpers.js';
-import { knowledgeApp, multipart, type DocumentBody, type KnowledgeClient } from './helpers.js';
+import {
+  knowledgeApp,
+  multipart,
+  storedFileExists,
+  type DocumentBody,
+  type KnowledgeClient,
+} from './helpers.js';
 
 let t: TestApp;
 let k: KnowledgeClient;
@@ -13,7 +19,13 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const files = (sub: string) => (existsSync(join(t.dir, sub)) ? readdirSync(join(t.dir, sub)) : []);
+/** Scratch entries on disk (uploads being received) and stored files, on any storage driver. */
+const files = async (sub: 'tmp' | 'documents') =>
+  sub === 'tmp'
+    ? existsSync(join(t.dir, sub))
+      ? readdirSync(join(t.dir, sub))
+      : []
+    : t.ctx.knowledge.storage.list(sub);
 
 describe('upload', () => {
   it('creates a document (201) with the spec fields, fields sent after the file', async () => {
@@ -32,7 +44,7 @@ describe('upload', () => {
       errorMessage: null,
     });
     expect(doc.filePath).toBe(`documents/${doc.id}/source.md`);
-    expect(existsSync(join(t.dir, doc.filePath))).toBe(true);
+    expect(await storedFileExists(t, doc.filePath)).toBe(true);
     expect(Date.parse((doc as unknown as { createdAt: string }).createdAt)).not.toBeNaN();
   });
 
@@ -58,7 +70,7 @@ describe('upload', () => {
     expect(again.json<DocumentBody>().id).toBe(first.id);
     const elsewhere = await k.upload('dup.txt', 'same bytes', { projectId: 'dup-2' });
     expect(elsewhere.statusCode).toBe(201);
-    expect(files('tmp')).toEqual([]);
+    expect(await files('tmp')).toEqual([]);
   });
 
   it('detects the type from the content, not the name or the client header', async () => {
@@ -90,7 +102,7 @@ describe('upload', () => {
 
   it('rejects: no file → 400, empty file → 400, not multipart → 415, too large → 413; nothing left behind', async () => {
     const before = {
-      docs: files('documents').length,
+      docs: (await files('documents')).length,
       list: (await k.get('/documents')).json<{ items: unknown[] }>().items.length,
     };
     const noFile = multipart([{ name: 'projectId', value: 'x' }]);
@@ -114,8 +126,8 @@ describe('upload', () => {
     expect(json.json()).toMatchObject({ statusCode: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
     const big = await k.upload('big.txt', 'x'.repeat(5000));
     expect(big.json()).toMatchObject({ statusCode: 413, code: 'PAYLOAD_TOO_LARGE' });
-    expect(files('tmp')).toEqual([]);
-    expect(files('documents')).toHaveLength(before.docs);
+    expect(await files('tmp')).toEqual([]);
+    expect(await files('documents')).toHaveLength(before.docs);
     expect((await k.get('/documents')).json<{ items: unknown[] }>().items).toHaveLength(
       before.list,
     );
@@ -146,7 +158,7 @@ describe('malformed uploads', () => {
     const empty = await k.upload('e.txt', 'empty fields', { projectId: '', source: '' });
     expect(empty.statusCode).toBe(201);
     expect(empty.json()).toMatchObject({ projectId: null, source: 'upload' });
-    expect(files('tmp')).toEqual([]);
+    expect(await files('tmp')).toEqual([]);
     expect(
       (await t.app.inject({ method: 'GET', url: `${k.url('/commands')}/`, headers: bearer(t.key) }))
         .statusCode,
@@ -170,7 +182,7 @@ describe('aborted upload', () => {
     await new Promise((r) => setTimeout(r, 200));
     socket.destroy();
     await new Promise((r) => setTimeout(r, 300));
-    expect(files('tmp')).toEqual([]);
+    expect(await files('tmp')).toEqual([]);
     expect((await k.get('/documents')).json<{ items: unknown[] }>().items).toHaveLength(before);
   });
 });

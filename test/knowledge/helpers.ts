@@ -256,3 +256,9 @@ export async function indexRowCount(ctx: AppContext, documentId: string): Promis
   if (ctx.database.driver === 'sqlite') total += await count('knowledge_chunks_fts');
   return total;
 }
+
+/** Whether the storage holds `key` (any driver). */
+export async function storedFileExists(t: TestApp, key: string): Promise<boolean> {
+  const slash = key.lastIndexOf('/');
+  return (await t.ctx.knowledge.storage.list(key.slice(0, slash))).includes(key.slice(slash + 1));
+}

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_EMBEDDING_CACHE } from '../helpers.js';
+import { postgresEnv, TEST_EMBEDDING_CACHE } from '../helpers.js';
 import { KnowledgeClient, knowledgeApp, startEmbeddingServer } from './helpers.js';
 
 const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
@@ -64,6 +64,7 @@ describe('re-embedding', () => {
       NODE_ENV: 'test',
       LOG_LEVEL: 'warn',
       EMBEDDING_CACHE_DIR: TEST_EMBEDDING_CACHE,
+      ...(await postgresEnv(first.dir)),
       ...openai,
     };
     const run = await promisify(execFile)(process.execPath, [CLI, 'reindex', '--stale'], {

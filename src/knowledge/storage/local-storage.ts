@@ -1,13 +1,10 @@
 /** FileStorage on a local directory (which may be a shared volume). */
-import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { receiveToScratch } from './receive.js';
 import type { FileStorage, PendingFile, StoredFile } from './storage.js';
-
-const HEAD_BYTES = 4100;
 
 export class LocalStorage implements FileStorage {
   private readonly tmpDir: string;
@@ -35,39 +32,17 @@ export class LocalStorage implements FileStorage {
   }
 
   async receive(input: Readable, maxBytes: number, tooLarge: () => Error): Promise<PendingFile> {
-    await mkdir(this.tmpDir, { recursive: true, mode: 0o700 });
-    const tempPath = join(this.tmpDir, `upload-${randomUUID()}`);
-    const hash = createHash('sha256');
-    let size = 0;
-    const head: Buffer[] = [];
-    let headSize = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        size += chunk.length;
-        if (size > maxBytes) {
-          done(tooLarge());
-          return;
-        }
-        hash.update(chunk);
-        if (headSize < HEAD_BYTES) {
-          head.push(chunk.subarray(0, HEAD_BYTES - headSize));
-          headSize += Math.min(chunk.length, HEAD_BYTES - headSize);
-        }
-        done(null, chunk);
-      },
-    });
-    try {
-      await pipeline(input, meter, createWriteStream(tempPath, { mode: 0o600 }));
-    } catch (error) {
-      await rm(tempPath, { force: true });
-      throw error;
-    }
+    const { tempPath, size, checksum, head } = await receiveToScratch(
+      this.tmpDir,
+      input,
+      maxBytes,
+      tooLarge,
+    );
     let settled = false;
-    const checksum = hash.digest('hex');
     return {
       size,
       checksum,
-      head: Buffer.concat(head),
+      head,
       tempPath,
       commit: async (key: string): Promise<StoredFile> => {
         const target = this.localPath(key);

@@ -1,0 +1,58 @@
+/**
+ * Receiving an upload, for every storage driver: streamed to a temporary file in the scratch
+ * directory, hashed on the way, refused as soon as it grows past the limit.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** Bytes kept from the start of an upload, for content sniffing. */
+const HEAD_BYTES = 4100;
+
+export interface Received {
+  tempPath: string;
+  size: number;
+  /** sha256, hex. */
+  checksum: string;
+  head: Buffer;
+}
+
+/** Streams `input` into a new temporary file in `dir`; nothing is left behind on failure. */
+export async function receiveToScratch(
+  dir: string,
+  input: Readable,
+  maxBytes: number,
+  tooLarge: () => Error,
+): Promise<Received> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const tempPath = join(dir, `upload-${randomUUID()}`);
+  const hash = createHash('sha256');
+  let size = 0;
+  const head: Buffer[] = [];
+  let headSize = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        done(tooLarge());
+        return;
+      }
+      hash.update(chunk);
+      if (headSize < HEAD_BYTES) {
+        head.push(chunk.subarray(0, HEAD_BYTES - headSize));
+        headSize += Math.min(chunk.length, HEAD_BYTES - headSize);
+      }
+      done(null, chunk);
+    },
+  });
+  try {
+    await pipeline(input, meter, createWriteStream(tempPath, { mode: 0o600 }));
+  } catch (error) {
+    await rm(tempPath, { force: true });
+    throw error;
+  }
+  return { tempPath, size, checksum: hash.digest('hex'), head: Buffer.concat(head) };
+}
