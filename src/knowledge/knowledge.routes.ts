@@ -202,7 +202,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
       schema: {
         summary: 'Search indexed chunks (hybrid by default)',
         description:
-          'Scores: `semantic` = cosine similarity in [-1, 1]; `keyword` = 0.1 + 0.9 × calibrated BM25 s/(s+16), in [0.1, 1); `hybrid` (default): passages matching the query words score 0.1 + 0.9 × (0.9 × calibrated BM25 + 0.1 × cosine), in [0.1, 1), and always rank above passages found by meaning only, which score 0.099 × cosine. Items are ordered by score; `minScore` filters before `topK` (without it, hits scoring ≤ 0 are dropped).',
+          'Scores: `semantic` = cosine similarity in [-1, 1]; `keyword` = 0.1 + 0.9 × calibrated BM25 s/(s+16), in [0.1, 1); `hybrid` (default): K + 0.9 × (1 − K*) × max(0, cosine), in [0, 1), where K = x/(1+x) with x = (BM25/16)^5 is the keyword evidence of the passage (0 without a query word) and K* the best K of the query: when the query has a strong keyword match, scores ≈ K (0.5 at BM25 16) and keywords rank; when it has none, scores ≈ 0.9 × cosine and meaning ranks. A score is never below the keyword evidence of its passage. Items are ordered by score; `minScore` filters before `topK` (without it, hits scoring ≤ 0 are dropped).',
         tags,
         body: RetrieveBodySchema,
         response: { 200: RetrieveResultSchema, ...errors() },

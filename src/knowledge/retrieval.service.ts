@@ -2,11 +2,13 @@
  * Retrieval: keyword (FTS5 BM25) and semantic (vector KNN) candidates within the scope filters,
  * fused (hybrid, the default) or alone; `minScore` applies before `topK`.
  *
- * Scores (documented in the OpenAPI description):
+ * Scores (documented in the OpenAPI description and the README):
  * - semantic: cosine similarity of query and chunk vectors, in [-1, 1];
  * - keyword: 0.1 + 0.9 × calibrated BM25 (s / (s + 16)), in [0.1, 1);
- * - hybrid: keyword matches score 0.1 + 0.9 × (0.9 × calibrated BM25 + 0.1 × cosine), in [0.1, 1);
- *   passages found by meaning only score 0.099 × cosine, below every keyword match.
+ * - hybrid: K + 0.9 × (1 − K*) × max(0, cosine), in [0, 1) (fusion.ts), where K is the passage's
+ *   keyword evidence x / (1 + x), x = (BM25 / 16)^5 (0 without a query word), and K* the best K
+ *   of the query: keyword-dominated when the query has a strong match (scores ≈ K, 0.5 at BM25 16),
+ *   cosine-ranked when it has none (scores ≈ 0.9 × cosine). A score is never below K.
  * Without `minScore`, hits scoring ≤ 0 (no evidence) are dropped; with it, hits below it.
  */
 import type { FastifyBaseLogger } from 'fastify';

@@ -114,6 +114,16 @@ describe('retrieve', () => {
     expect(hits.map((h) => h.documentId)).toContain(ids['finance.txt']);
   });
 
+  it('hybrid ranks a passage found by meaning above one sharing only a weak word', async () => {
+    // "size" matches the bread recipe only ("doubles in size"): weak keyword evidence.
+    const query = "Did the firm's income grow in size?";
+    const keyword = await k.hits({ query, mode: 'keyword', topK: 3 });
+    expect(keyword.map((h) => h.sectionPath)).toEqual(['Cooking > Bread']);
+    const hybrid = await k.hits({ query, topK: 3 });
+    expect(hybrid[0]?.documentId).toBe(ids['finance.txt']);
+    expect(hybrid.map((h) => h.sectionPath)).toContain('Cooking > Bread');
+  });
+
   it('scope filters apply before ranking; minScore before topK', async () => {
     const kitchen = await k.hits({ query: 'planet', projectId: 'kitchen', topK: 5 });
     expect(kitchen.every((h) => h.projectId === 'kitchen')).toBe(true);

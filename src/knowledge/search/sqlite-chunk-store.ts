@@ -108,7 +108,6 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   // better-sqlite3 is synchronous: the async methods do their work before they return.
-  // eslint-disable-next-line @typescript-eslint/require-await
   async commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'> {
     const run = this.db.transaction((): 'committed' | 'discarded' => {
       const doc = this.db
@@ -175,7 +174,6 @@ export class SqliteChunkStore implements ChunkStore {
     }
   }
 
-  // eslint-disable-next-line @typescript-eslint/require-await
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
     // A deferred transaction in WAL mode: every statement inside sees the same snapshot.
     return this.db
@@ -202,7 +200,6 @@ export class SqliteChunkStore implements ChunkStore {
       .deferred();
   }
 
-  // eslint-disable-next-line @typescript-eslint/require-await
   async deleteDocument(documentId: string): Promise<boolean> {
     return this.db
       .transaction(() => {
@@ -215,7 +212,6 @@ export class SqliteChunkStore implements ChunkStore {
       .immediate();
   }
 
-  // eslint-disable-next-line @typescript-eslint/require-await
   async listChunks(documentId: string): Promise<ChunkRow[]> {
     return this.db
       .prepare('select * from knowledge_chunks where document_id = ? order by chunk_index')
@@ -323,7 +319,6 @@ export class SqliteChunkStore implements ChunkStore {
     return result;
   }
 
-  // eslint-disable-next-line @typescript-eslint/require-await
   async cachedVectors(
     model: string,
     dimensions: number,
