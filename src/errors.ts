@@ -23,6 +23,10 @@ export const ERROR_CATALOGUE = {
     message: 'Application is in read-only mode because database migration failed',
   },
   SERVICE_UNAVAILABLE: { status: 503, message: 'The service is shutting down; retry shortly.' },
+  DATABASE_UNAVAILABLE: {
+    status: 503,
+    message: 'The database is unreachable, busy or did not answer in time; retry shortly.',
+  },
   KNOWLEDGE_DOCUMENT_NOT_FOUND: { status: 404, message: 'Knowledge document not found.' },
   KNOWLEDGE_DOCUMENT_REQUIRED: { status: 400, message: 'The upload has no file part.' },
   KNOWLEDGE_DOCUMENT_EMPTY: { status: 400, message: 'The uploaded file is empty.' },

@@ -22,6 +22,24 @@ const BY_STATUS: Partial<Record<number, ErrorCode>> = {
   429: 'RATE_LIMITED',
 };
 
+/**
+ * Errors of an unreachable, overloaded or timed-out database: PostgreSQL statement timeout and
+ * cancellation (57014), shutdown (57P*), connection failures (08*), a dropped or refused
+ * connection; SQLite's lock wait running out (SQLITE_BUSY).
+ */
+function isDatabaseUnavailable(e: { code?: unknown; message?: unknown }): boolean {
+  const code = typeof e.code === 'string' ? e.code : '';
+  return (
+    code === '57014' ||
+    code.startsWith('57P') ||
+    code.startsWith('08') ||
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === 'SQLITE_BUSY' ||
+    (typeof e.message === 'string' && /^Connection terminated/.test(e.message))
+  );
+}
+
 export function toErrorBody(error: unknown): ErrorBody {
   if (error instanceof AppError) return error.toBody();
   const e = error as Partial<FastifyError> & { validation?: unknown };
@@ -34,6 +52,9 @@ export function toErrorBody(error: unknown): ErrorBody {
   if (code !== undefined && e.statusCode !== undefined && e.statusCode < 500) {
     const status = ERROR_CATALOGUE[code].status;
     return { statusCode: status, code, message: e.message ?? ERROR_CATALOGUE[code].message };
+  }
+  if (isDatabaseUnavailable(e)) {
+    return new AppError('DATABASE_UNAVAILABLE').toBody();
   }
   return {
     statusCode: 500,
