@@ -5,6 +5,7 @@ import * as m0002 from './0002_knowledge.js';
 import * as m0003 from './0003_embedding_reuse.js';
 import * as m0004 from './0004_jobs.js';
 import * as m0005 from './0005_files.js';
+import * as m0006 from './0006_search_generation.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   { name: '0001_auth', up: m0001.up },
@@ -12,4 +13,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0003_embedding_reuse', up: m0003.up },
   { name: '0004_jobs', up: m0004.up },
   { name: '0005_files', up: m0005.up },
+  { name: '0006_search_generation', up: m0006.up },
 ];

@@ -17,6 +17,7 @@ import type {
   SearchRequest,
 } from './chunk-store.js';
 import { buildFtsQuery } from './fts-query.js';
+import { VectorIndex, type IndexRow } from './vector-index.js';
 
 /** Documents whose chunks are searched: indexed ones, and indexed ones being re-indexed. */
 const SEARCHABLE = `d.status in ('indexed', 'indexing')`;
@@ -28,20 +29,6 @@ const BM25 = 'bm25(knowledge_chunks_fts, 0, 0, 1.5, 2.0, 1.0)';
 function asFloat32(blob: Buffer, copy = false): Float32Array {
   if (copy || blob.byteOffset % 4 !== 0) return new Float32Array(new Uint8Array(blob).buffer);
   return new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4);
-}
-
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i] ?? 0;
-    const y = b[i] ?? 0;
-    dot += x * y;
-    na += x * x;
-    nb += y * y;
-  }
-  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
 }
 
 /** `and …` conditions for the scope filters, on the given project and document columns. */
@@ -62,10 +49,83 @@ function scopeSql(
   return where;
 }
 
+/** An in-process copy of one vector table and the chunk generation it reflects. */
+interface LoadedIndex {
+  index: VectorIndex;
+  generation: number;
+}
+
 export class SqliteChunkStore implements ChunkStore {
   private readonly vectorTables = new Map<string, string>();
+  /** In-process vector indexes by table name, loaded on first search. */
+  private readonly indexes = new Map<string, LoadedIndex>();
+  private readonly statements = new Map<string, BetterSqlite3.Statement>();
 
   constructor(private readonly db: BetterSqlite3.Database) {}
+
+  /** A prepared statement, cached by its SQL. */
+  private statement(sql: string): BetterSqlite3.Statement {
+    let stmt = this.statements.get(sql);
+    if (stmt === undefined) {
+      stmt = this.db.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  /** The chunk generation (migration 0006): bumped by every change to knowledge_chunks. */
+  private generation(): number {
+    return this.statement('select generation from knowledge_search_generation where id = 1')
+      .pluck()
+      .get() as number;
+  }
+
+  /**
+   * The in-process index of a vector table, current as of this transaction's snapshot: reloaded
+   * when the chunks changed in a way this store did not apply to it (another process wrote).
+   */
+  private loadedIndex(table: string, dimensions: number): VectorIndex {
+    const generation = this.generation();
+    const loaded = this.indexes.get(table);
+    if (loaded !== undefined && loaded.generation === generation) return loaded.index;
+    const index = new VectorIndex(dimensions);
+    const rows = this.db
+      .prepare(`select chunk_id, embedding, document_id, project_key from ${table}`)
+      .raw()
+      .iterate() as IterableIterator<[string, Buffer, string, string]>;
+    let batch: IndexRow[] = [];
+    for (const [chunkId, embedding, documentId, projectKey] of rows) {
+      batch.push({ chunkId, documentId, projectKey, vector: asFloat32(embedding) });
+      if (batch.length === 4096) {
+        index.add(batch);
+        batch = [];
+      }
+    }
+    index.add(batch);
+    this.indexes.set(table, { index, generation });
+    return index;
+  }
+
+  /**
+   * After a committed write that moved the generation from `before` to `after`: applies the same
+   * change to the loaded indexes that were current, drops the others (reloaded when searched).
+   */
+  private syncIndexes(
+    before: number,
+    after: number,
+    documentId: string,
+    added?: { table: string; rows: IndexRow[] },
+  ): void {
+    for (const [table, loaded] of this.indexes) {
+      if (loaded.generation !== before) {
+        this.indexes.delete(table);
+        continue;
+      }
+      loaded.index.deleteDocument(documentId);
+      if (added?.table === table) loaded.index.add(added.rows);
+      loaded.generation = after;
+    }
+  }
 
   /** The sqlite-vec table of a (model, dimensions), created on first use. */
   private vectorTable(model: string, dimensions: number, create: boolean): string | null {
@@ -109,7 +169,13 @@ export class SqliteChunkStore implements ChunkStore {
 
   // better-sqlite3 is synchronous: the async methods do their work before they return.
   async commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'> {
+    // Set inside the transaction, applied to the in-process indexes once it committed.
+    const applied: {
+      value: { before: number; after: number; table: string; projectKey: string } | null;
+    } = { value: null };
     const run = this.db.transaction((): 'committed' | 'discarded' => {
+      applied.value = null;
+      const before = this.generation();
       const doc = this.db
         .prepare(
           'select name, project_key from knowledge_documents where id = ? and index_token = ?',
@@ -163,15 +229,32 @@ export class SqliteChunkStore implements ChunkStore {
           now,
           commit.documentId,
         );
+      if (table !== null) {
+        applied.value = { before, after: this.generation(), table, projectKey: doc.project_key };
+      }
       return 'committed';
     });
+    let result: 'committed' | 'discarded';
     try {
-      return run.immediate();
+      result = run.immediate();
     } catch (error) {
       // A vector table created inside the rolled-back transaction is gone again.
       this.vectorTables.clear();
       throw error;
     }
+    const done = applied.value;
+    if (done !== null) {
+      this.syncIndexes(done.before, done.after, commit.documentId, {
+        table: done.table,
+        rows: commit.chunks.map((c) => ({
+          chunkId: c.id,
+          documentId: commit.documentId,
+          projectKey: done.projectKey,
+          vector: c.vector,
+        })),
+      });
+    }
+    return result;
   }
 
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
@@ -201,15 +284,21 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   async deleteDocument(documentId: string): Promise<boolean> {
-    return this.db
+    let before = 0;
+    let after = 0;
+    const deleted = this.db
       .transaction(() => {
+        before = this.generation();
         this.deleteIndexRows(documentId);
-        return (
+        const changed =
           this.db.prepare('delete from knowledge_documents where id = ?').run(documentId).changes >
-          0
-        );
+          0;
+        after = this.generation();
+        return changed;
       })
       .immediate();
+    this.syncIndexes(before, after, documentId);
+    return deleted;
   }
 
   async listChunks(documentId: string): Promise<ChunkRow[]> {
@@ -241,8 +330,9 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   /**
-   * Ranks inside the FTS5 table alone (joining every match is ~4× slower), then drops the few
-   * candidates of unsearchable documents. Null when too many were dropped to be sure of the top
+   * Ranks inside the FTS5 table alone by rowid (joining every match, or reading each match's
+   * chunk_id, is several times slower), then maps the few ranked rowids to chunk ids and drops
+   * those of unsearchable documents. Null when too many were dropped to be sure of the top
    * `limit`: the caller then runs the exact joined query.
    */
   private keywordFast(
@@ -258,24 +348,30 @@ export class SqliteChunkStore implements ChunkStore {
       params.push(documentId);
     }
     params.push(fetch);
-    const ranked = this.db
-      .prepare(
-        `select chunk_id as chunkId, -${BM25} as score from knowledge_chunks_fts
-         where knowledge_chunks_fts match ?${scope} order by ${BM25} limit ?`,
+    // `order by s`: the one bm25() call per row also sorts (a second expression would run it twice).
+    const ranked = this.statement(
+      `select rowid, ${BM25} as s from knowledge_chunks_fts
+       where knowledge_chunks_fts match ?${scope} order by s limit ?`,
+    )
+      .raw()
+      .all(...params) as [number, number][];
+    if (ranked.length === 0) return [];
+    const ids = new Map(
+      this.statement(
+        `select f.rowid, c.id from json_each(?) j
+         join knowledge_chunks_fts f on f.rowid = j.value
+         join knowledge_chunks c on c.id = f.chunk_id
+         join knowledge_documents d on d.id = c.document_id
+         where ${SEARCHABLE}`,
       )
-      .all(...params) as Candidate[];
-    if (ranked.length === 0) return ranked;
-    const searchable = new Set(
-      (
-        this.db
-          .prepare(
-            `select c.id from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
-             where c.id in (select value from json_each(?)) and ${SEARCHABLE}`,
-          )
-          .all(JSON.stringify(ranked.map((r) => r.chunkId))) as { id: string }[]
-      ).map((r) => r.id),
+        .raw()
+        .all(JSON.stringify(ranked.map((r) => r[0]))) as [number, string][],
     );
-    const kept = ranked.filter((r) => searchable.has(r.chunkId));
+    const kept: Candidate[] = [];
+    for (const [rowid, s] of ranked) {
+      const chunkId = ids.get(rowid);
+      if (chunkId !== undefined) kept.push({ chunkId, score: -s });
+    }
     if (kept.length < limit && ranked.length === fetch) return null;
     return kept.slice(0, limit);
   }
@@ -288,35 +384,29 @@ export class SqliteChunkStore implements ChunkStore {
   ): Candidate[] {
     const table = this.vectorTable(model, vector.length, false);
     if (table === null) return [];
-    const params: unknown[] = [vector, limit];
-    const knnScope = scopeSql(filter, params, { project: 'project_key', document: 'document_id' });
-    // Scope filters run inside the KNN scan (sqlite-vec metadata columns), so they apply before
-    // ranking; the status check after it only drops chunks of failed re-indexes.
-    return this.db
-      .prepare(
-        `select v.chunk_id as chunkId, 1 - v.distance as score
-         from (select chunk_id, distance from ${table} where embedding match ? and k = ?${knnScope}) v
-         join knowledge_chunks c on c.id = v.chunk_id
-         join knowledge_documents d on d.id = c.document_id
-         where ${SEARCHABLE}
-         order by v.distance`,
+    // Exact KNN in process; the scope filters apply before ranking, the status check after it
+    // only drops chunks of failed re-indexes (as sqlite-vec's KNN + join did).
+    const nearest = this.loadedIndex(table, vector.length).search(vector, filter, limit);
+    if (nearest.length === 0) return nearest;
+    const searchable = new Set(
+      this.statement(
+        `select c.id from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+         where c.id in (select value from json_each(?)) and ${SEARCHABLE}`,
       )
-      .all(...params) as Candidate[];
+        .pluck()
+        .all(JSON.stringify(nearest.map((n) => n.chunkId))) as string[],
+    );
+    return nearest.filter((n) => searchable.has(n.chunkId));
   }
 
-  private similarities(vector: Float32Array, model: string, chunkIds: string[]): Map<string, number> {
+  private similarities(
+    vector: Float32Array,
+    model: string,
+    chunkIds: string[],
+  ): Map<string, number> {
     const table = this.vectorTable(model, vector.length, false);
-    const result = new Map<string, number>();
-    if (table === null || chunkIds.length === 0) return result;
-    // Point lookups by primary key: an IN list over a vec0 table would scan every vector.
-    const lookup = this.db.prepare(`select embedding from ${table} where chunk_id = ?`).pluck();
-    for (const id of chunkIds) {
-      const blob = lookup.get(id) as Buffer | undefined;
-      if (blob === undefined) continue;
-      const other = asFloat32(blob);
-      result.set(id, cosine(vector, other));
-    }
-    return result;
+    if (table === null || chunkIds.length === 0) return new Map<string, number>();
+    return this.loadedIndex(table, vector.length).similarities(vector, chunkIds);
   }
 
   async cachedVectors(

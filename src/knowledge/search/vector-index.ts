@@ -1,0 +1,278 @@
+/**
+ * An in-process exact vector index of one sqlite-vec table: the table's vectors, normalised, in
+ * a float32 matrix (exact cosine) and an int8 copy scanned by a WebAssembly SIMD kernel (the
+ * first pass). A search scans the int8 rows, re-scores the best `limit × OVERSAMPLE` candidates
+ * exactly in float32 and returns the top `limit` by exact cosine: 100k × 100-d in ~1–2 ms
+ * instead of sqlite-vec's ~35 ms brute-force float scan.
+ *
+ * The SQLite tables stay the source of truth: the store keeps the index in sync with its own
+ * writes and reloads it when another connection or process changed the chunks (see
+ * SqliteChunkStore: a generation counter bumped by triggers on knowledge_chunks).
+ */
+import { Int8Matrix } from './dot-kernel.js';
+import type { Candidate, SearchFilter } from './chunk-store.js';
+
+/**
+ * Candidates re-scored exactly per result wanted (at least MIN_RESCORED). The int8 pass keeps
+ * ~8 bits per component: on the synthetic 100k corpus (200 queries, top 100) ×1 already returns
+ * exactly the float top 100 (recall@100 1.0); ×2 for margin.
+ */
+const OVERSAMPLE = 2;
+const MIN_RESCORED = 256;
+
+export interface IndexRow {
+  chunkId: string;
+  documentId: string;
+  projectKey: string;
+  vector: Float32Array;
+}
+
+/** A bounded min-heap of (score, row): keeps the `size` best scores seen. */
+class TopK {
+  private readonly scores: Float64Array;
+  private readonly rows: Int32Array;
+  length = 0;
+
+  constructor(private readonly size: number) {
+    this.scores = new Float64Array(size);
+    this.rows = new Int32Array(size);
+  }
+
+  /** The lowest kept score once full, else -Infinity: anything not above it is not kept. */
+  get floor(): number {
+    return this.length < this.size ? Number.NEGATIVE_INFINITY : (this.scores[0] ?? 0);
+  }
+
+  push(score: number, row: number): void {
+    const s = this.scores;
+    const r = this.rows;
+    if (this.length < this.size) {
+      let i = this.length++;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if ((s[parent] ?? 0) <= score) break;
+        s[i] = s[parent] ?? 0;
+        r[i] = r[parent] ?? 0;
+        i = parent;
+      }
+      s[i] = score;
+      r[i] = row;
+      return;
+    }
+    if (score <= (s[0] ?? 0)) return;
+    // Replace the root and sift down.
+    let i = 0;
+    const n = this.length;
+    for (;;) {
+      const left = 2 * i + 1;
+      if (left >= n) break;
+      const right = left + 1;
+      const child = right < n && (s[right] ?? 0) < (s[left] ?? 0) ? right : left;
+      if ((s[child] ?? 0) >= score) break;
+      s[i] = s[child] ?? 0;
+      r[i] = r[child] ?? 0;
+      i = child;
+    }
+    s[i] = score;
+    r[i] = row;
+  }
+
+  /** The kept rows (any order). */
+  keptRows(): Int32Array {
+    return this.rows.subarray(0, this.length);
+  }
+}
+
+export class VectorIndex {
+  /** Row → chunk id; '' for a deleted row (compacted away later). */
+  private ids: string[] = [];
+  private documents: string[] = [];
+  private projects: string[] = [];
+  private readonly rowOf = new Map<string, number>();
+  private readonly rowsOf = new Map<string, number[]>();
+  /** Normalised vectors, `dims` per row. */
+  private floats: Float32Array;
+  /** Per row: max |component| / 127, the int8 row's scale back to the normalised vector. */
+  private scales: Float32Array;
+  private readonly int8: Int8Matrix;
+  private capacity = 0;
+  private count = 0;
+  private dead = 0;
+  /** Query scale ceiling: int16, and the int32 sum of `rowBytes` products must not overflow. */
+  private readonly queryMax: number;
+
+  constructor(readonly dims: number) {
+    this.int8 = new Int8Matrix(dims);
+    this.floats = new Float32Array(0);
+    this.scales = new Float32Array(0);
+    this.queryMax = Math.min(32767, Math.floor(2 ** 31 / (127 * this.int8.rowBytes)) - 1);
+  }
+
+  /** Live rows. */
+  get size(): number {
+    return this.count - this.dead;
+  }
+
+  private reserve(rows: number): void {
+    if (rows <= this.capacity) return;
+    const capacity = Math.max(rows, Math.ceil(this.capacity * 1.5), 1024);
+    const floats = new Float32Array(capacity * this.dims);
+    floats.set(this.floats.subarray(0, this.count * this.dims));
+    const scales = new Float32Array(capacity);
+    scales.set(this.scales.subarray(0, this.count));
+    this.floats = floats;
+    this.scales = scales;
+    this.int8.reserve(capacity);
+    this.capacity = capacity;
+  }
+
+  add(rows: readonly IndexRow[]): void {
+    this.reserve(this.count + rows.length);
+    const dims = this.dims;
+    for (const row of rows) {
+      if (row.vector.length !== dims) throw new RangeError('vector dimensions differ');
+      const existing = this.rowOf.get(row.chunkId);
+      if (existing !== undefined) this.kill(existing);
+      const r = this.count++;
+      const offset = r * dims;
+      let norm = 0;
+      for (let j = 0; j < dims; j++) norm += (row.vector[j] ?? 0) ** 2;
+      const inv = norm > 0 ? 1 / Math.sqrt(norm) : 0;
+      let max = 0;
+      for (let j = 0; j < dims; j++) {
+        const v = (row.vector[j] ?? 0) * inv;
+        this.floats[offset + j] = v;
+        max = Math.max(max, Math.abs(v));
+      }
+      const q = this.int8.row(r);
+      const toInt = max > 0 ? 127 / max : 0;
+      for (let j = 0; j < dims; j++) q[j] = Math.round((this.floats[offset + j] ?? 0) * toInt);
+      this.scales[r] = max / 127;
+      this.ids[r] = row.chunkId;
+      this.documents[r] = row.documentId;
+      this.projects[r] = row.projectKey;
+      this.rowOf.set(row.chunkId, r);
+      let list = this.rowsOf.get(row.documentId);
+      if (list === undefined) this.rowsOf.set(row.documentId, (list = []));
+      list.push(r);
+    }
+  }
+
+  private kill(r: number): void {
+    const id = this.ids[r];
+    if (id === undefined || id === '') return;
+    this.rowOf.delete(id);
+    this.ids[r] = '';
+    this.dead++;
+  }
+
+  deleteDocument(documentId: string): void {
+    const rows = this.rowsOf.get(documentId);
+    if (rows === undefined) return;
+    this.rowsOf.delete(documentId);
+    for (const r of rows) if (this.documents[r] === documentId) this.kill(r);
+    if (this.dead > 1024 && this.dead * 4 > this.count) this.compact();
+  }
+
+  /** Drops deleted rows, keeping the order of the live ones. */
+  private compact(): void {
+    const dims = this.dims;
+    let to = 0;
+    this.rowsOf.clear();
+    for (let from = 0; from < this.count; from++) {
+      const id = this.ids[from] ?? '';
+      if (id === '') continue;
+      if (to !== from) {
+        this.floats.copyWithin(to * dims, from * dims, (from + 1) * dims);
+        this.scales[to] = this.scales[from] ?? 0;
+        this.int8.copyRow(from, to);
+        this.ids[to] = id;
+        this.documents[to] = this.documents[from] ?? '';
+        this.projects[to] = this.projects[from] ?? '';
+      }
+      this.rowOf.set(id, to);
+      const doc = this.documents[to] ?? '';
+      let list = this.rowsOf.get(doc);
+      if (list === undefined) this.rowsOf.set(doc, (list = []));
+      list.push(to);
+      to++;
+    }
+    this.ids.length = to;
+    this.documents.length = to;
+    this.projects.length = to;
+    this.count = to;
+    this.dead = 0;
+  }
+
+  /** The query normalised (a copy), or null for a zero vector. */
+  private normalise(vector: Float32Array): Float32Array | null {
+    if (vector.length !== this.dims) throw new RangeError('query dimensions differ');
+    let norm = 0;
+    for (let j = 0; j < this.dims; j++) norm += (vector[j] ?? 0) ** 2;
+    if (!(norm > 0)) return null;
+    const inv = 1 / Math.sqrt(norm);
+    return Float32Array.from(vector, (v) => v * inv);
+  }
+
+  private exact(query: Float32Array, r: number): number {
+    const f = this.floats;
+    const offset = r * this.dims;
+    let dot = 0;
+    for (let j = 0; j < this.dims; j++) dot += (query[j] ?? 0) * (f[offset + j] ?? 0);
+    return dot;
+  }
+
+  /**
+   * The `limit` rows nearest to `vector` by cosine similarity within the scope filter (project
+   * key, document id), best first; `score` is the cosine similarity.
+   */
+  search(vector: Float32Array, filter: SearchFilter, limit: number): Candidate[] {
+    const query = this.normalise(vector);
+    if (query === null || limit <= 0) return [];
+    let rows: Int32Array;
+    if (filter.documentId !== undefined) {
+      // One document's rows: score them all exactly.
+      const own = (this.rowsOf.get(filter.documentId) ?? []).filter(
+        (r) =>
+          this.ids[r] !== '' &&
+          (filter.projectId === undefined || this.projects[r] === filter.projectId),
+      );
+      rows = Int32Array.from(own);
+    } else {
+      let max = 0;
+      for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(query[j] ?? 0));
+      const toInt = this.queryMax / max;
+      const q16 = Array.from(query, (v) => Math.round(v * toInt));
+      const dots = this.int8.scan(q16, this.count);
+      const top = new TopK(Math.max(limit * OVERSAMPLE, MIN_RESCORED));
+      const scales = this.scales;
+      const ids = this.ids;
+      const project = filter.projectId;
+      let floor = top.floor;
+      for (let r = 0; r < dots.length; r++) {
+        const score = (dots[r] as number) * (scales[r] as number);
+        if (score <= floor) continue;
+        if (ids[r] === '' || (project !== undefined && this.projects[r] !== project)) continue;
+        top.push(score, r);
+        floor = top.floor;
+      }
+      rows = top.keptRows();
+    }
+    const scored: { r: number; score: number }[] = [];
+    for (const r of rows) scored.push({ r, score: this.exact(query, r) });
+    scored.sort((a, b) => b.score - a.score);
+    return scored.slice(0, limit).map((s) => ({ chunkId: this.ids[s.r] ?? '', score: s.score }));
+  }
+
+  /** Cosine similarity of `vector` with each given chunk that has a row. */
+  similarities(vector: Float32Array, chunkIds: readonly string[]): Map<string, number> {
+    const result = new Map<string, number>();
+    const query = this.normalise(vector);
+    for (const id of chunkIds) {
+      const r = this.rowOf.get(id);
+      if (r === undefined) continue;
+      result.set(id, query === null ? 0 : this.exact(query, r));
+    }
+    return result;
+  }
+}

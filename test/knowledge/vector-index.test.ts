@@ -1,0 +1,163 @@
+/**
+ * The in-process vector index (src/knowledge/search/vector-index.ts): exact against brute force,
+ * scope filters, deletes and compaction; the int8 kernel with and without WebAssembly; and the
+ * store reloading it when another connection (another process, e.g. `aps reindex`) wrote.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { Int8Matrix } from '../../src/knowledge/search/dot-kernel.js';
+import { VectorIndex, type IndexRow } from '../../src/knowledge/search/vector-index.js';
+import { createTestApp, type TestApp } from '../helpers.js';
+import { KnowledgeClient } from './helpers.js';
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const DIMS = 20;
+
+function rows(random: () => number, n: number, docs: number): IndexRow[] {
+  return Array.from({ length: n }, (_, i) => ({
+    chunkId: `c${i}`,
+    documentId: `d${i % docs}`,
+    projectKey: i % 2 === 0 ? 'even' : 'odd',
+    vector: Float32Array.from({ length: DIMS }, () => random() * 2 - 1),
+  }));
+}
+
+function bruteForce(
+  all: IndexRow[],
+  query: Float32Array,
+  limit: number,
+  keep = (_: IndexRow) => true,
+) {
+  const norm = (v: Float32Array) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+  return all
+    .filter(keep)
+    .map((r) => ({
+      chunkId: r.chunkId,
+      score:
+        r.vector.reduce((s, x, j) => s + x * (query[j] ?? 0), 0) / (norm(r.vector) * norm(query)),
+    }))
+    .sort((a, b) => b.score - a.score)
+    .slice(0, limit);
+}
+
+describe('Int8Matrix', () => {
+  it('computes the same integer dot products with and without WebAssembly', () => {
+    const random = rng(1);
+    const results = [true, false].map((wasm) => {
+      const m = new Int8Matrix(13, wasm);
+      m.reserve(2000);
+      for (let r = 0; r < 2000; r++) {
+        const row = m.row(r);
+        for (let j = 0; j < 13; j++) row[j] = Math.round((random() * 2 - 1) * 127);
+      }
+      return m;
+    });
+    expect(results[0]!.simd).toBe(true); // Node 20 has WebAssembly SIMD
+    const query = Array.from({ length: 13 }, () => Math.round((random() * 2 - 1) * 30000));
+    const a = [...results[0]!.scan(query, 2000)];
+    // Same rows in the fallback matrix.
+    for (let r = 0; r < 2000; r++) results[1]!.row(r).set(results[0]!.row(r));
+    expect([...results[1]!.scan(query, 2000)]).toEqual(a);
+    let expected = 0;
+    for (let j = 0; j < 13; j++) expected += (results[0]!.row(7)[j] ?? 0) * (query[j] ?? 0);
+    expect(a[7]).toBe(expected);
+  });
+});
+
+describe('VectorIndex', () => {
+  const random = rng(42);
+  const all = rows(random, 5000, 50);
+  const index = new VectorIndex(DIMS);
+  index.add(all);
+  const queries = Array.from({ length: 20 }, () =>
+    Float32Array.from({ length: DIMS }, () => random() * 2 - 1),
+  );
+
+  it('returns the exact nearest chunks by cosine similarity', () => {
+    for (const q of queries) {
+      const got = index.search(q, {}, 100);
+      const want = bruteForce(all, q, 100);
+      expect(got.map((c) => c.chunkId)).toEqual(want.map((c) => c.chunkId));
+      got.forEach((c, i) => {
+        expect(c.score).toBeCloseTo(want[i]!.score, 5);
+      });
+    }
+  });
+
+  it('applies the project and document filters before ranking', () => {
+    const q = queries[0]!;
+    expect(index.search(q, { projectId: 'odd' }, 30).map((c) => c.chunkId)).toEqual(
+      bruteForce(all, q, 30, (r) => r.projectKey === 'odd').map((c) => c.chunkId),
+    );
+    expect(index.search(q, { documentId: 'd7' }, 30).map((c) => c.chunkId)).toEqual(
+      bruteForce(all, q, 30, (r) => r.documentId === 'd7').map((c) => c.chunkId),
+    );
+    expect(index.search(q, { documentId: 'd7', projectId: 'even' }, 30)).toEqual([]);
+  });
+
+  it('gives similarities of given chunks, and forgets deleted documents (with compaction)', () => {
+    const q = queries[1]!;
+    const sims = index.similarities(q, ['c3', 'missing']);
+    expect([...sims.keys()]).toEqual(['c3']);
+    expect(sims.get('c3')).toBeCloseTo(bruteForce([all[3]!], q, 1)[0]!.score, 5);
+    // 40 of 50 documents: past the compaction threshold.
+    for (let d = 0; d < 40; d++) index.deleteDocument(`d${d}`);
+    const left = all.filter((r) => Number(r.documentId.slice(1)) >= 40);
+    expect(index.size).toBe(left.length);
+    for (const query of queries.slice(0, 5)) {
+      expect(index.search(query, {}, 50).map((c) => c.chunkId)).toEqual(
+        bruteForce(left, query, 50).map((c) => c.chunkId),
+      );
+    }
+    // Re-adding a chunk id replaces its row.
+    index.add([{ ...all[45]!, vector: q }]);
+    expect(index.search(q, {}, 1)[0]).toMatchObject({ chunkId: 'c45' });
+    expect(index.size).toBe(left.length);
+  });
+});
+
+describe('the store and writes by another process', () => {
+  const apps: TestApp[] = [];
+  afterAll(async () => {
+    for (const app of apps.reverse()) await app.close(true);
+  });
+
+  it('sees chunks indexed and deleted through another connection to the same database', async () => {
+    const a = await createTestApp();
+    apps.push(a);
+    const b = await createTestApp({ dir: a.dir }); // a second process on the same SQLite file
+    apps.push(b);
+    const ka = new KnowledgeClient(a);
+    const kb = new KnowledgeClient({ ...b, key: a.key });
+    const first = await ka.uploadOk('planets.md', '# Planets\n\nJupiter is the largest planet.');
+    await ka.indexOk(first.id);
+    const query = {
+      query: 'bread dough rises in a warm oven',
+      mode: 'semantic',
+      topK: 5,
+      minScore: -1,
+    };
+    const before = await ka.hits(query);
+    expect(before.map((i) => i.documentId)).toEqual([first.id]);
+
+    const second = await kb.uploadOk(
+      'bread.md',
+      '# Bread\n\nKnead the bread dough and let it rise.',
+    );
+    await kb.indexOk(second.id);
+    const after = await ka.hits(query);
+    expect(after[0]?.documentId).toBe(second.id);
+
+    expect((await kb.delete(second.id)).json()).toEqual({ ok: true });
+    const gone = await ka.hits(query);
+    expect(gone.map((i) => i.documentId)).toEqual([first.id]);
+  });
+});
