@@ -11,7 +11,9 @@ import type { DB } from './schema.js';
 /** Key of the advisory lock that `exclusiveTransaction` holds ("aps" in ASCII). */
 const LOCK_KEY = 0x617073;
 
-const INT8_OID = 20;
+// Counts and sizes are bigint in PostgreSQL; every one of ours fits a JS number.
+const types = new pg.TypeOverrides();
+types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
 
 export async function openPostgres(
   config: Extract<Config['database'], { driver: 'postgres' }>,
@@ -21,13 +23,7 @@ export async function openPostgres(
     max: config.poolMax,
     statement_timeout: config.statementTimeoutMs,
     application_name: 'agent-platform-server',
-    // Counts and sizes are bigint in PostgreSQL; every one of ours fits a JS number.
-    types: {
-      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8_OID
-          ? (value: string) => Number(value)
-          : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-    },
+    types,
   });
   // An idle connection that the server drops must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
