@@ -59,8 +59,7 @@ export function rank(
   else ranked = evidence.keyword.map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
   // Without an explicit minScore only hits with no evidence at all (score ≤ 0) are dropped.
   const min = body.minScore;
-  const keep =
-    min === undefined ? (c: Candidate) => c.score > 0 : (c: Candidate) => c.score >= min;
+  const keep = min === undefined ? (c: Candidate) => c.score > 0 : (c: Candidate) => c.score >= min;
   return ranked.filter(keep).slice(0, body.topK);
 }
 
