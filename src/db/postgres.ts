@@ -50,3 +50,31 @@ export async function openPostgres(
     },
   };
 }
+
+/**
+ * Runs `fn` in a transaction on one pooled connection (`begin` may set the isolation level). A
+ * connection that cannot roll back is destroyed instead of going back to the pool.
+ */
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  begin: string,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(begin);
+    try {
+      const result = await fn(client);
+      await client.query('commit');
+      return result;
+    } catch (error) {
+      await client.query('rollback').catch((rollbackError: unknown) => {
+        broken = rollbackError as Error;
+      });
+      throw error;
+    }
+  } finally {
+    client.release(broken);
+  }
+}

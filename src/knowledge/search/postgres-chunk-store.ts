@@ -2,6 +2,7 @@
  * ChunkStore on PostgreSQL: chunk rows, a tsvector keyword index scored with FTS5's BM25, and
  * pgvector tables with HNSW indexes, written together in one transaction.
  */
+import { withTransaction } from '../../db/postgres.js';
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import type { ChunkRow } from '../../db/schema.js';
@@ -247,24 +248,8 @@ export class PostgresChunkStore implements ChunkStore {
 
   // --- plumbing ---------------------------------------------------------------------------------
 
-  private async transaction<T>(begin: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query(begin);
-      try {
-        const result = await fn(client);
-        await client.query('commit');
-        return result;
-      } catch (error) {
-        await client.query('rollback').catch((rollbackError: unknown) => {
-          broken = rollbackError as Error;
-        });
-        throw error;
-      }
-    } finally {
-      client.release(broken);
-    }
+  private transaction<T>(begin: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    return withTransaction(this.pool, begin, fn);
   }
 
   private loadFeatures(): Promise<Features> {

@@ -21,6 +21,7 @@
  * that references it unless every path remembers `lo_unlink` (or vacuumlo runs), and has its own
  * ownership and privilege rules.
  */
+import { withTransaction } from '../../db/postgres.js';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, open, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
@@ -93,29 +94,8 @@ export class PostgresStorage implements FileStorage {
     private readonly scratchDir: string,
   ) {}
 
-  /** Runs `fn` in a transaction on one pooled connection. */
-  private async transaction<T>(
-    begin: string,
-    fn: (client: pg.PoolClient) => Promise<T>,
-  ): Promise<T> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query(begin);
-      try {
-        const result = await fn(client);
-        await client.query('commit');
-        return result;
-      } catch (error) {
-        await client.query('rollback').catch((rollbackError: unknown) => {
-          // A connection that cannot roll back must not go back to the pool.
-          broken = rollbackError as Error;
-        });
-        throw error;
-      }
-    } finally {
-      client.release(broken);
-    }
+  private transaction<T>(begin: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return withTransaction(this.pool, begin, fn);
   }
 
   /**
