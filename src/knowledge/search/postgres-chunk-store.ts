@@ -65,10 +65,16 @@ const MAX_POSITION = 16_383;
 const LOCK_CLASS = 0x617073;
 
 /**
- * Up to this many chunks in a filtered scope, vector search is exact (and faster than walking the
- * HNSW graph past the chunks outside it).
+ * Up to this many chunks in scope (filtered, or the whole collection), vector search is exact:
+ * as fast as the graph at that size, and faster than walking it past chunks outside a scope.
  */
 const EXACT_SEARCH_MAX = 10_000;
+
+/**
+ * HNSW beam width (`hnsw.ef_search`) at least. Measured on 100k GloVe-SIF vectors (m 16,
+ * ef_construction 64): recall@10 vs exact 0.50 at 40, 0.79 at 200, 0.88 at 400, 0.94 at 1000.
+ */
+const HNSW_EF_SEARCH = 400;
 
 /** HNSW indexes `vector` up to 2,000 dimensions and `halfvec` up to 4,000. */
 const HNSW_MAX_VECTOR = 2000;
@@ -619,9 +625,9 @@ export class PostgresChunkStore implements ChunkStore {
     // One snapshot for the evidence and the rows: no commit lands in between.
     let begin = 'begin isolation level repeatable read read only';
     if (vector !== null) {
-      // A wider HNSW beam than the default 40 for `limit` candidates; with pgvector 0.8+ the
+      // A much wider HNSW beam than the default 40 (recall over speed); with pgvector 0.8+ the
       // scan goes on past filtered-out rows until `limit` pass (re-ordered by exact distance).
-      begin += `; set local hnsw.ef_search = ${Math.min(1000, Math.max(40, 2 * limit, limit + 32))}`;
+      begin += `; set local hnsw.ef_search = ${Math.min(1000, Math.max(HNSW_EF_SEARCH, 2 * limit))}`;
       if (features?.iterativeScan === true) {
         begin += '; set local hnsw.iterative_scan = relaxed_order';
         begin += `; set local hnsw.max_scan_tuples = ${Math.max(20_000, 200 * limit)}`;
@@ -854,10 +860,10 @@ export class PostgresChunkStore implements ChunkStore {
     limit: number,
   ): Promise<Candidate[]> {
     const ann = annExpression(table, 'v.embedding');
-    const filtered = filter.projectId !== undefined || filter.documentId !== undefined;
     let exact = ann === null;
-    if (!exact && filtered) {
-      // How many chunks are in scope, counted up to the threshold (an index-only count).
+    if (!exact) {
+      // How many chunks are in scope (the whole table without filters), counted up to the
+      // threshold: a small scope or collection is searched exactly (recall 1, and fast).
       const countParams: unknown[] = [];
       const { rows } = await client.query<{ n: number }>(
         `select count(*)::int as n from (
