@@ -1,9 +1,9 @@
 /** Starts the HTTP server: context, first-start key, app, listen; and stops it gracefully. */
-import { sweepScratch } from './knowledge/storage/scratch.js';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createContext, type AppContext, type ContextOptions } from './context.js';
+import { sweepScratch } from './knowledge/storage/scratch.js';
 
 export interface RunningServer {
   app: FastifyInstance;

@@ -1,7 +1,6 @@
 /** Opens the configured database. Each dialect lives in its own module behind this interface. */
 import type { Pool } from 'pg';
 import type { Config } from '../config.js';
-import { openPostgres } from './postgres.js';
 import type { Db } from './schema.js';
 import { openSqlite } from './sqlite.js';
 
@@ -30,5 +29,8 @@ export interface PostgresDatabase extends DatabaseBase {
 export type Database = SqliteDatabase | PostgresDatabase;
 
 export async function openDatabase(config: Config['database']): Promise<Database> {
-  return config.driver === 'sqlite' ? openSqlite(config.filename) : openPostgres(config);
+  if (config.driver === 'sqlite') return openSqlite(config.filename);
+  // Loaded only when configured: the embedded default never loads the PostgreSQL client.
+  const { openPostgres } = await import('./postgres.js');
+  return openPostgres(config);
 }

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   QueueClosedError,
+  summarize,
   type JobContext,
   type JobHandler,
   type JobQueue,
@@ -151,29 +152,16 @@ export class MemoryQueue implements JobQueue {
 
   stats(): QueueStats {
     const byType: QueueStats['byType'] = {};
-    const totals = { queued: 0, running: 0, completed: 0, failed: 0 };
     for (const [type, lane] of this.lanes) {
-      const counts = {
+      byType[type] = {
         queued: lane.waiting.length,
         running: lane.running,
         completed: lane.completed,
         failed: lane.failed,
+        concurrency: lane.concurrency,
       };
-      byType[type] = { ...counts, concurrency: lane.concurrency };
-      totals.queued += counts.queued;
-      totals.running += counts.running;
-      totals.completed += counts.completed;
-      totals.failed += counts.failed;
     }
-    return {
-      driver: 'memory',
-      totalJobs: totals.queued + totals.running + totals.completed + totals.failed,
-      queuedJobs: totals.queued,
-      runningJobs: totals.running,
-      completedJobs: totals.completed,
-      failedJobs: totals.failed,
-      byType,
-    };
+    return summarize(this.driver, byType);
   }
 
   async close(timeoutMs = 10_000): Promise<void> {

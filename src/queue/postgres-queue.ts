@@ -36,6 +36,7 @@ import pg from 'pg';
 import { AppError, ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
 import {
   QueueClosedError,
+  summarize,
   type HandleOptions,
   type JobHandler,
   type JobQueue,
@@ -665,22 +666,7 @@ export class PostgresQueue implements JobQueue {
       const status = row.status as keyof LaneCounts;
       lane(row.type)[status] += row.n;
     }
-    const totals = { queued: 0, running: 0, completed: 0, failed: 0 };
-    for (const counts of Object.values(byType)) {
-      totals.queued += counts.queued;
-      totals.running += counts.running;
-      totals.completed += counts.completed;
-      totals.failed += counts.failed;
-    }
-    return {
-      driver: 'postgres',
-      totalJobs: totals.queued + totals.running + totals.completed + totals.failed,
-      queuedJobs: totals.queued,
-      runningJobs: totals.running,
-      completedJobs: totals.completed,
-      failedJobs: totals.failed,
-      byType,
-    };
+    return summarize('postgres', byType);
   }
 
   /** Keeps the newest `historyLimit` finished jobs per type; the others move to the counts. */

@@ -60,6 +60,26 @@ export interface JobQueue {
   close(timeoutMs?: number): Promise<void>;
 }
 
+/** The totals of a queue's per-type counts, as `/health` reports them. */
+export function summarize(driver: string, byType: QueueStats['byType']): QueueStats {
+  const totals = { queued: 0, running: 0, completed: 0, failed: 0 };
+  for (const counts of Object.values(byType)) {
+    totals.queued += counts.queued;
+    totals.running += counts.running;
+    totals.completed += counts.completed;
+    totals.failed += counts.failed;
+  }
+  return {
+    driver,
+    totalJobs: totals.queued + totals.running + totals.completed + totals.failed,
+    queuedJobs: totals.queued,
+    runningJobs: totals.running,
+    completedJobs: totals.completed,
+    failedJobs: totals.failed,
+    byType,
+  };
+}
+
 /** Rejects `wait` for jobs that never started because the queue closed. */
 export class QueueClosedError extends Error {
   constructor() {

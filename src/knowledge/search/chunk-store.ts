@@ -4,6 +4,12 @@
  */
 import type { ChunkRow, DocumentRow } from '../../db/schema.js';
 
+/**
+ * SQL condition (documents aliased `d`) of the documents whose chunks are searched: indexed ones,
+ * and indexed ones being re-indexed. Both stores use it.
+ */
+export const SEARCHABLE = `d.status in ('indexed', 'indexing')`;
+
 export interface SearchFilter {
   projectId?: string;
   documentId?: string;

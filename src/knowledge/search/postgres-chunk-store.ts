@@ -2,24 +2,22 @@
  * ChunkStore on PostgreSQL: chunk rows, a tsvector keyword index scored with FTS5's BM25, and
  * pgvector tables with HNSW indexes, written together in one transaction.
  */
-import { withTransaction } from '../../db/postgres.js';
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
+import { withTransaction } from '../../db/postgres.js';
 import type { ChunkRow } from '../../db/schema.js';
-import type {
-  Candidate,
-  ChunkHit,
-  ChunkStore,
-  IndexCommit,
-  RankedHit,
-  Ranking,
-  SearchFilter,
-  SearchRequest,
+import {
+  SEARCHABLE,
+  type Candidate,
+  type ChunkHit,
+  type ChunkStore,
+  type IndexCommit,
+  type RankedHit,
+  type Ranking,
+  type SearchFilter,
+  type SearchRequest,
 } from './chunk-store.js';
 import { queryTerms, STOP_WORDS } from './fts-query.js';
-
-/** Documents whose chunks are searched: indexed ones, and indexed ones being re-indexed. */
-const SEARCHABLE = `d.status in ('indexed', 'indexing')`;
 
 /**
  * The stemmer (a dictionary of the migration): Snowball's Porter stemmer, the algorithm of FTS5's

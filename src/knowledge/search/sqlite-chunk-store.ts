@@ -6,21 +6,19 @@
 import { createHash } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { ChunkRow } from '../../db/schema.js';
-import type {
-  Candidate,
-  ChunkHit,
-  ChunkStore,
-  IndexCommit,
-  RankedHit,
-  Ranking,
-  SearchFilter,
-  SearchRequest,
+import {
+  SEARCHABLE,
+  type Candidate,
+  type ChunkHit,
+  type ChunkStore,
+  type IndexCommit,
+  type RankedHit,
+  type Ranking,
+  type SearchFilter,
+  type SearchRequest,
 } from './chunk-store.js';
 import { buildFtsQuery } from './fts-query.js';
 import { VectorIndex, type IndexRow } from './vector-index.js';
-
-/** Documents whose chunks are searched: indexed ones, and indexed ones being re-indexed. */
-const SEARCHABLE = `d.status in ('indexed', 'indexing')`;
 
 /** BM25 column weights: chunk_id, document_id (unindexed), document_name, section_path, content. */
 const BM25 = 'bm25(knowledge_chunks_fts, 0, 0, 1.5, 2.0, 1.0)';

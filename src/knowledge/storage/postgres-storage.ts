@@ -21,12 +21,12 @@
  * that references it unless every path remembers `lo_unlink` (or vacuumlo runs), and has its own
  * ownership and privilege rules.
  */
-import { withTransaction } from '../../db/postgres.js';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, open, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type pg from 'pg';
+import { withTransaction } from '../../db/postgres.js';
 import { receiveToScratch } from './receive.js';
 import type { FileStorage, PendingFile, StoredFile } from './storage.js';
 
