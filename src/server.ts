@@ -1,5 +1,5 @@
 /** Starts the HTTP server: context, first-start key, app, listen; and stops it gracefully. */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createContext, type AppContext, type ContextOptions } from './context.js';
@@ -50,6 +50,22 @@ export async function recoverKnowledge(ctx: AppContext): Promise<void> {
   await ctx.knowledge.indexing.recoverInterrupted();
 }
 
+/**
+ * Loads the in-process search indexes before the server listens: loading blocks (better-sqlite3)
+ * and the first query should not pay for it. A failure only delays it to the first search.
+ */
+async function warmSearch(ctx: AppContext, log: FastifyBaseLogger): Promise<void> {
+  const start = performance.now();
+  try {
+    const chunks = await ctx.knowledge.retrieval.warm();
+    if (chunks > 0) {
+      log.info({ chunks, ms: Math.round(performance.now() - start) }, 'search indexes loaded');
+    }
+  } catch (error) {
+    log.warn({ err: error }, 'loading the search indexes failed; the first search retries');
+  }
+}
+
 export async function startServer(
   config: Config,
   options: ContextOptions & { print?: (line: string) => void } = {},
@@ -66,6 +82,7 @@ export async function startServer(
       );
     const firstKey = await ensureInitialKeys(ctx, app.log);
     if (!ctx.readOnly) await recoverKnowledge(ctx);
+    await warmSearch(ctx, app.log);
     // Loads (or on the very first start, builds) the embedding model in the background.
     ctx.knowledge.embedder.ready().catch((error: unknown) => {
       app?.log.error({ err: error }, 'the embedding model could not be loaded');

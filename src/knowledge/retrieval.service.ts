@@ -72,6 +72,11 @@ export class RetrievalService {
     private readonly log: FastifyBaseLogger,
   ) {}
 
+  /** Loads the search indexes of the active model (start-up); the number of chunks they cover. */
+  warm(): Promise<number> {
+    return this.store.warm(this.embedder.model);
+  }
+
   async retrieve(body: RetrieveBody): Promise<RetrievalResult> {
     const query = body.query.trim();
     if (query === '') throw new AppError('KNOWLEDGE_QUERY_REQUIRED');

@@ -1,7 +1,8 @@
 /**
  * The in-process vector index (src/knowledge/search/vector-index.ts): exact against brute force,
  * scope filters, deletes and compaction; the int8 kernel with and without WebAssembly; and the
- * store reloading it when another connection (another process, e.g. `aps reindex`) wrote.
+ * store reloading it (and the keyword index) when another connection (another process, e.g.
+ * `aps reindex`) wrote.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { Int8Matrix } from '../../src/knowledge/search/dot-kernel.js';
@@ -145,8 +146,11 @@ describe('the store and writes by another process', () => {
       topK: 5,
       minScore: -1,
     };
+    // Keyword search has its own in-process index (keyword-index.ts), kept in step the same way.
+    const words = { query: 'bread dough', mode: 'keyword', topK: 5, minScore: 0 };
     const before = await ka.hits(query);
     expect(before.map((i) => i.documentId)).toEqual([first.id]);
+    expect(await ka.hits(words)).toEqual([]);
 
     const second = await kb.uploadOk(
       'bread.md',
@@ -155,9 +159,11 @@ describe('the store and writes by another process', () => {
     await kb.indexOk(second.id);
     const after = await ka.hits(query);
     expect(after[0]?.documentId).toBe(second.id);
+    expect((await ka.hits(words)).map((i) => i.documentId)).toEqual([second.id]);
 
     expect((await kb.delete(second.id)).json()).toEqual({ ok: true });
     const gone = await ka.hits(query);
     expect(gone.map((i) => i.documentId)).toEqual([first.id]);
+    expect(await ka.hits(words)).toEqual([]);
   });
 });

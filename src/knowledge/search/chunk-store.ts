@@ -21,6 +21,11 @@ export interface Candidate {
   score: number;
 }
 
+/** A candidate found by an in-process index, which knows the chunk's document. */
+export interface DocumentCandidate extends Candidate {
+  documentId: string;
+}
+
 export interface NewChunk {
   id: string;
   chunkIndex: number;
@@ -87,6 +92,11 @@ export interface ChunkStore {
    * (no re-index commit lands in between). Chunks deleted meanwhile are left out.
    */
   search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]>;
+  /**
+   * Loads what searches of `model` need into memory ahead of the first query (start-up), and
+   * returns how many chunks that covered. Stores that search in the database do nothing.
+   */
+  warm(model: string): Promise<number>;
   /** Replaces the document's chunks and index rows and marks it indexed (version + 1), atomically. */
   commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'>;
   /** Deletes the document row with its chunks and index rows, atomically. False if it did not exist. */

@@ -20,13 +20,18 @@ export function queryTerms(text: string): string[] {
 }
 
 /**
- * OR of the distinct non-stop-word terms (all terms if every one is a stop word), each quoted.
- * Returns null when the text has no word at all.
+ * The query words that are searched: the distinct non-stop-word terms (all terms if every one is
+ * a stop word), at most `maxTerms`.
  */
-export function buildFtsQuery(text: string, maxTerms = 64): string | null {
+export function chooseQueryTerms(text: string, maxTerms = 64): string[] {
   const terms = [...new Set(queryTerms(text))];
   const content = terms.filter((t) => !STOP_WORDS.has(t));
-  const chosen = (content.length > 0 ? content : terms).slice(0, maxTerms);
+  return (content.length > 0 ? content : terms).slice(0, maxTerms);
+}
+
+/** OR of the chosen query terms, each quoted. Returns null when the text has no word at all. */
+export function buildFtsQuery(text: string, maxTerms = 64): string | null {
+  const chosen = chooseQueryTerms(text, maxTerms);
   if (chosen.length === 0) return null;
   return chosen.map((t) => `"${t}"`).join(' OR ');
 }

@@ -17,7 +17,7 @@ import {
   type SearchFilter,
   type SearchRequest,
 } from './chunk-store.js';
-import { queryTerms, STOP_WORDS } from './fts-query.js';
+import { chooseQueryTerms } from './fts-query.js';
 
 /**
  * The stemmer (a dictionary of the migration): Snowball's Porter stemmer, the algorithm of FTS5's
@@ -97,9 +97,7 @@ export function indexWords(text: string): string[] {
  * unless every word is one, at most 64; then normalised like the indexed text.
  */
 export function keywordQueryWords(text: string, maxTerms = 64): string[] {
-  const terms = [...new Set(queryTerms(text))];
-  const content = terms.filter((t) => !STOP_WORDS.has(t));
-  const chosen = (content.length > 0 ? content : terms).slice(0, maxTerms);
+  const chosen = chooseQueryTerms(text, maxTerms);
   // A word too long for a tsvector is in no chunk's lexemes either.
   return chosen.flatMap((t) => indexWords(t)).filter(fitsTsvector);
 }
@@ -614,6 +612,10 @@ export class PostgresChunkStore implements ChunkStore {
     );
     for (const row of rows) result.set(row.hash, parseVector(row.embedding));
     return result;
+  }
+
+  warm(): Promise<number> {
+    return Promise.resolve(0);
   }
 
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {

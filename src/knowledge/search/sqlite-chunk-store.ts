@@ -10,6 +10,7 @@ import {
   SEARCHABLE,
   type Candidate,
   type ChunkHit,
+  type DocumentCandidate,
   type ChunkStore,
   type IndexCommit,
   type RankedHit,
@@ -17,11 +18,23 @@ import {
   type SearchFilter,
   type SearchRequest,
 } from './chunk-store.js';
-import { buildFtsQuery } from './fts-query.js';
+import { Fts5Lexer } from './fts5-lexer.js';
+import { buildFtsQuery, chooseQueryTerms } from './fts-query.js';
+import { KeywordIndex, type KeywordRow } from './keyword-index.js';
 import { VectorIndex, type IndexRow } from './vector-index.js';
 
-/** BM25 column weights: chunk_id, document_id (unindexed), document_name, section_path, content. */
+/**
+ * BM25 column weights: chunk_id, document_id (unindexed), document_name, section_path, content
+ * (the keyword index's COLUMN_WEIGHTS).
+ */
 const BM25 = 'bm25(knowledge_chunks_fts, 0, 0, 1.5, 2.0, 1.0)';
+
+/** Rows tokenized per batch when the keyword index is loaded. */
+const LOAD_BATCH = 2048;
+
+/** The FTS5 lexer: one per process (its own in-memory SQLite), made on first use. */
+let lexer: Fts5Lexer | undefined;
+const sharedLexer = () => (lexer ??= new Fts5Lexer());
 
 /** A float32 view of a vector blob; copied when asked or when the bytes are not 4-aligned. */
 function asFloat32(blob: Buffer, copy = false): Float32Array {
@@ -47,16 +60,42 @@ function scopeSql(
   return where;
 }
 
-/** An in-process copy of one vector table and the chunk generation it reflects. */
-interface LoadedIndex {
-  index: VectorIndex;
+/** An in-process copy of an index (a vector table, the FTS5 table) and the chunk generation it reflects. */
+interface Loaded<T> {
+  index: T;
   generation: number;
+}
+
+/** A keyword row as read from the FTS5 table or written to it, before tokenizing. */
+type KeywordText = [
+  rowid: number,
+  chunkId: string,
+  documentId: string,
+  projectId: string | null,
+  name: string,
+  section: string,
+  content: string,
+];
+
+/** Tokenizes FTS5 rows into keyword index rows, in one lexer batch. */
+function keywordRows(texts: readonly KeywordText[]): KeywordRow[] {
+  const ids = sharedLexer().tokenize(texts.flatMap((t) => [t[4], t[5], t[6]]));
+  const none = new Int32Array(0);
+  return texts.map(([rowid, chunkId, documentId, projectId], i) => ({
+    rowid,
+    chunkId,
+    documentId,
+    projectId,
+    columns: [ids[3 * i] ?? none, ids[3 * i + 1] ?? none, ids[3 * i + 2] ?? none],
+  }));
 }
 
 export class SqliteChunkStore implements ChunkStore {
   private readonly vectorTables = new Map<string, string>();
   /** In-process vector indexes by table name, loaded on first search. */
-  private readonly indexes = new Map<string, LoadedIndex>();
+  private readonly indexes = new Map<string, Loaded<VectorIndex>>();
+  /** The in-process keyword index, loaded on first keyword search. */
+  private keyword: Loaded<KeywordIndex> | null = null;
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
 
   constructor(private readonly db: BetterSqlite3.Database) {}
@@ -104,6 +143,33 @@ export class SqliteChunkStore implements ChunkStore {
     return index;
   }
 
+  /** The in-process keyword index, current as of this transaction's snapshot (as loadedIndex). */
+  private loadedKeywordIndex(): KeywordIndex {
+    const generation = this.generation();
+    if (this.keyword?.generation === generation) return this.keyword.index;
+    const index = new KeywordIndex();
+    const rows = this.statement(
+      `select f.rowid, f.chunk_id, f.document_id, d.project_id, f.document_name, f.section_path,
+         f.content
+       from knowledge_chunks_fts f left join knowledge_documents d on d.id = f.document_id
+       order by f.rowid`,
+    )
+      .raw()
+      .iterate() as IterableIterator<KeywordText>;
+    let batch: KeywordText[] = [];
+    for (const row of rows) {
+      batch.push(row);
+      if (batch.length === LOAD_BATCH) {
+        index.add(keywordRows(batch));
+        batch = [];
+      }
+    }
+    index.add(keywordRows(batch));
+    index.trim();
+    this.keyword = { index, generation };
+    return index;
+  }
+
   /**
    * After a committed write that moved the generation from `before` to `after`: applies the same
    * change to the loaded indexes that were current, drops the others (reloaded when searched).
@@ -112,8 +178,17 @@ export class SqliteChunkStore implements ChunkStore {
     before: number,
     after: number,
     documentId: string,
-    added?: { table: string; rows: IndexRow[] },
+    added?: { table: string; rows: IndexRow[]; keyword: KeywordText[] },
   ): void {
+    if (this.keyword !== null) {
+      if (this.keyword.generation !== before) {
+        this.keyword = null;
+      } else {
+        this.keyword.index.deleteDocument(documentId);
+        if (added !== undefined) this.keyword.index.add(keywordRows(added.keyword));
+        this.keyword.generation = after;
+      }
+    }
     for (const [table, loaded] of this.indexes) {
       if (loaded.generation !== before) {
         this.indexes.delete(table);
@@ -171,15 +246,17 @@ export class SqliteChunkStore implements ChunkStore {
     const applied: {
       value: { before: number; after: number; table: string; projectKey: string } | null;
     } = { value: null };
+    const keywordTexts: KeywordText[] = [];
     const run = this.db.transaction((): 'committed' | 'discarded' => {
       applied.value = null;
+      keywordTexts.length = 0;
       const before = this.generation();
       const doc = this.db
         .prepare(
-          'select name, project_key from knowledge_documents where id = ? and index_token = ?',
+          'select name, project_id, project_key from knowledge_documents where id = ? and index_token = ?',
         )
         .get(commit.documentId, commit.indexToken) as
-        { name: string; project_key: string } | undefined;
+        { name: string; project_id: string | null; project_key: string } | undefined;
       if (doc === undefined) return 'discarded';
       this.deleteIndexRows(commit.documentId);
       const table = this.vectorTable(commit.model, commit.dimensions, true);
@@ -210,7 +287,22 @@ export class SqliteChunkStore implements ChunkStore {
           c.contentHash,
           now,
         );
-        insertFts.run(c.id, commit.documentId, doc.name, c.sectionPath, c.content);
+        const { lastInsertRowid } = insertFts.run(
+          c.id,
+          commit.documentId,
+          doc.name,
+          c.sectionPath,
+          c.content,
+        );
+        keywordTexts.push([
+          Number(lastInsertRowid),
+          c.id,
+          commit.documentId,
+          doc.project_id,
+          doc.name,
+          c.sectionPath,
+          c.content,
+        ]);
         insertVec.run(c.id, c.vector, commit.documentId, doc.project_key);
       }
       this.db
@@ -250,9 +342,22 @@ export class SqliteChunkStore implements ChunkStore {
           projectKey: done.projectKey,
           vector: c.vector,
         })),
+        keyword: keywordTexts,
       });
     }
     return result;
+  }
+
+  async warm(model: string): Promise<number> {
+    return this.db
+      .transaction(() => {
+        const tables = this.db
+          .prepare('select table_name, dimensions from knowledge_vector_tables where model = ?')
+          .all(model) as { table_name: string; dimensions: number }[];
+        for (const t of tables) this.loadedIndex(t.table_name, t.dimensions);
+        return this.loadedKeywordIndex().size;
+      })
+      .deferred();
   }
 
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
@@ -306,13 +411,19 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   keywordSearch(query: string, filter: SearchFilter, limit: number): Candidate[] {
-    const match = buildFtsQuery(query);
-    if (match === null) return [];
-    if (filter.projectId === undefined) {
-      const ranked = this.keywordFast(match, filter.documentId, limit);
-      if (ranked !== null) return ranked;
+    const terms = chooseQueryTerms(query);
+    if (terms.length === 0) return [];
+    const lexer = sharedLexer();
+    const phrases = lexer.lexemes(terms);
+    // A query word FTS5 splits in several tokens (or none) is a phrase query: FTS5 answers it.
+    if (phrases.every((p) => p.length === 1)) {
+      return this.keywordInProcess(
+        phrases.map((p) => lexer.idOf(p[0] ?? '')),
+        filter,
+        limit,
+      );
     }
-    const params: unknown[] = [match];
+    const params: unknown[] = [buildFtsQuery(query)];
     const scope = scopeSql(filter, params);
     params.push(limit);
     return this.db
@@ -328,50 +439,36 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   /**
-   * Ranks inside the FTS5 table alone by rowid (joining every match, or reading each match's
-   * chunk_id, is several times slower), then maps the few ranked rowids to chunk ids and drops
-   * those of unsearchable documents. Null when too many were dropped to be sure of the top
-   * `limit`: the caller then runs the exact joined query.
+   * Ranks with the in-process keyword index (FTS5's scores) and drops the chunks of unsearchable
+   * documents (a failed re-index keeps its rows in the statistics, as FTS5 does); fetches deeper
+   * while that left fewer than `limit`.
    */
-  private keywordFast(
-    match: string,
-    documentId: string | undefined,
-    limit: number,
-  ): Candidate[] | null {
-    const fetch = limit + 32;
-    const params: unknown[] = [match];
-    let scope = '';
-    if (documentId !== undefined) {
-      scope = ' and document_id = ?';
-      params.push(documentId);
+  private keywordInProcess(phrases: number[], filter: SearchFilter, limit: number): Candidate[] {
+    const index = this.loadedKeywordIndex();
+    for (let fetch = limit + 32; ; fetch *= 4) {
+      const ranked = index.search(phrases, filter, fetch);
+      const kept = this.searchable(ranked);
+      if (kept.length >= limit || ranked.length < fetch) {
+        return kept.slice(0, limit).map((k) => ({ chunkId: k.chunkId, score: k.score }));
+      }
     }
-    params.push(fetch);
-    // `order by s`: the one bm25() call per row also sorts (a second expression would run it twice).
-    const ranked = this.statement(
-      `select rowid, ${BM25} as s from knowledge_chunks_fts
-       where knowledge_chunks_fts match ?${scope} order by s limit ?`,
-    )
-      .raw()
-      .all(...params) as [number, number][];
-    if (ranked.length === 0) return [];
-    const ids = new Map(
+  }
+
+  /** The candidates whose document is searchable (one lookup per distinct document). */
+  private searchable<T extends DocumentCandidate>(candidates: T[]): T[] {
+    if (candidates.length === 0) return candidates;
+    const documents = [...new Set(candidates.map((c) => c.documentId))];
+    const ok = new Set(
       this.statement(
-        `select f.rowid, c.id from json_each(?) j
-         join knowledge_chunks_fts f on f.rowid = j.value
-         join knowledge_chunks c on c.id = f.chunk_id
-         join knowledge_documents d on d.id = c.document_id
-         where ${SEARCHABLE}`,
+        `select d.id from knowledge_documents d
+         where d.id in (select value from json_each(?)) and ${SEARCHABLE}`,
       )
-        .raw()
-        .all(JSON.stringify(ranked.map((r) => r[0]))) as [number, string][],
+        .pluck()
+        .all(JSON.stringify(documents)) as string[],
     );
-    const kept: Candidate[] = [];
-    for (const [rowid, s] of ranked) {
-      const chunkId = ids.get(rowid);
-      if (chunkId !== undefined) kept.push({ chunkId, score: -s });
-    }
-    if (kept.length < limit && ranked.length === fetch) return null;
-    return kept.slice(0, limit);
+    return ok.size === documents.length
+      ? candidates
+      : candidates.filter((c) => ok.has(c.documentId));
   }
 
   vectorSearch(
@@ -385,16 +482,7 @@ export class SqliteChunkStore implements ChunkStore {
     // Exact KNN in process; the scope filters apply before ranking, the status check after it
     // only drops chunks of failed re-indexes (as sqlite-vec's KNN + join did).
     const nearest = this.loadedIndex(table, vector.length).search(vector, filter, limit);
-    if (nearest.length === 0) return nearest;
-    const searchable = new Set(
-      this.statement(
-        `select c.id from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
-         where c.id in (select value from json_each(?)) and ${SEARCHABLE}`,
-      )
-        .pluck()
-        .all(JSON.stringify(nearest.map((n) => n.chunkId))) as string[],
-    );
-    return nearest.filter((n) => searchable.has(n.chunkId));
+    return this.searchable(nearest).map((n) => ({ chunkId: n.chunkId, score: n.score }));
   }
 
   private similarities(

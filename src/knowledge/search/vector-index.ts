@@ -10,7 +10,8 @@
  * SqliteChunkStore: a generation counter bumped by triggers on knowledge_chunks).
  */
 import { Int8Matrix } from './dot-kernel.js';
-import type { Candidate, SearchFilter } from './chunk-store.js';
+import { TopK } from './top-k.js';
+import type { DocumentCandidate, SearchFilter } from './chunk-store.js';
 
 /**
  * Candidates re-scored exactly per result wanted (at least MIN_RESCORED). The int8 pass keeps
@@ -25,62 +26,6 @@ export interface IndexRow {
   documentId: string;
   projectKey: string;
   vector: Float32Array;
-}
-
-/** A bounded min-heap of (score, row): keeps the `size` best scores seen. */
-class TopK {
-  private readonly scores: Float64Array;
-  private readonly rows: Int32Array;
-  length = 0;
-
-  constructor(private readonly size: number) {
-    this.scores = new Float64Array(size);
-    this.rows = new Int32Array(size);
-  }
-
-  /** The lowest kept score once full, else -Infinity: anything not above it is not kept. */
-  get floor(): number {
-    return this.length < this.size ? Number.NEGATIVE_INFINITY : (this.scores[0] ?? 0);
-  }
-
-  push(score: number, row: number): void {
-    const s = this.scores;
-    const r = this.rows;
-    if (this.length < this.size) {
-      let i = this.length++;
-      while (i > 0) {
-        const parent = (i - 1) >> 1;
-        if ((s[parent] ?? 0) <= score) break;
-        s[i] = s[parent] ?? 0;
-        r[i] = r[parent] ?? 0;
-        i = parent;
-      }
-      s[i] = score;
-      r[i] = row;
-      return;
-    }
-    if (score <= (s[0] ?? 0)) return;
-    // Replace the root and sift down.
-    let i = 0;
-    const n = this.length;
-    for (;;) {
-      const left = 2 * i + 1;
-      if (left >= n) break;
-      const right = left + 1;
-      const child = right < n && (s[right] ?? 0) < (s[left] ?? 0) ? right : left;
-      if ((s[child] ?? 0) >= score) break;
-      s[i] = s[child] ?? 0;
-      r[i] = r[child] ?? 0;
-      i = child;
-    }
-    s[i] = score;
-    r[i] = row;
-  }
-
-  /** The kept rows (any order). */
-  keptRows(): Int32Array {
-    return this.rows.subarray(0, this.length);
-  }
 }
 
 export class VectorIndex {
@@ -226,7 +171,7 @@ export class VectorIndex {
    * The `limit` rows nearest to `vector` by cosine similarity within the scope filter (project
    * key, document id), best first; `score` is the cosine similarity.
    */
-  search(vector: Float32Array, filter: SearchFilter, limit: number): Candidate[] {
+  search(vector: Float32Array, filter: SearchFilter, limit: number): DocumentCandidate[] {
     const query = this.normalise(vector);
     if (query === null || limit <= 0) return [];
     let rows: Int32Array;
@@ -261,7 +206,11 @@ export class VectorIndex {
     const scored: { r: number; score: number }[] = [];
     for (const r of rows) scored.push({ r, score: this.exact(query, r) });
     scored.sort((a, b) => b.score - a.score);
-    return scored.slice(0, limit).map((s) => ({ chunkId: this.ids[s.r] ?? '', score: s.score }));
+    return scored.slice(0, limit).map((s) => ({
+      chunkId: this.ids[s.r] ?? '',
+      documentId: this.documents[s.r] ?? '',
+      score: s.score,
+    }));
   }
 
   /** Cosine similarity of `vector` with each given chunk that has a row. */

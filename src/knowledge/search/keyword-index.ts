@@ -1,0 +1,299 @@
+/**
+ * An in-process inverted index of the FTS5 table `knowledge_chunks_fts` that ranks exactly as
+ * FTS5's bm25() does, in a fraction of the time: FTS5 calls bm25() once per matching row
+ * (~0.8 µs each, ~25 ms for a common query word at 100k chunks); this index scores the same
+ * postings from typed arrays in well under a millisecond.
+ *
+ * Scores are FTS5's, term for term (see fts5_aux.c, fts5Bm25Function):
+ *   idf(t)   = ln((N − n(t) + 0.5) / (n(t) + 0.5)), 1e-6 when not positive
+ *   score(r) = Σ over the query phrases, in order: idf · f·(k1 + 1) / (f + k1·(1 − b + b·D/avgD))
+ * with k1 1.2, b 0.75, N the rows, n(t) the rows containing t, f the column-weighted count of t
+ * in the row, D the row's tokens in all columns and avgD the mean of D. Lexemes are the ids of
+ * one Fts5Lexer, so they are FTS5's own.
+ *
+ * The FTS5 table stays the source of truth; the chunk store loads this index from it and keeps
+ * it in step (like the vector index).
+ */
+import type { DocumentCandidate, SearchFilter } from './chunk-store.js';
+import { TopK } from './top-k.js';
+
+/** bm25() weights of the indexed columns: document_name, section_path, content. */
+export const COLUMN_WEIGHTS = [1.5, 2.0, 1.0] as const;
+/** The same weights doubled: integers, so a row's weighted count fits a Uint16. */
+const DOUBLED_WEIGHTS = COLUMN_WEIGHTS.map((w) => w * 2);
+
+const K1 = 1.2;
+const B = 0.75;
+
+export interface KeywordRow {
+  rowid: number;
+  chunkId: string;
+  documentId: string;
+  projectId: string | null;
+  /** The lexeme ids of document_name, section_path and content. */
+  columns: readonly [Int32Array, Int32Array, Int32Array];
+}
+
+export interface KeywordHit extends DocumentCandidate {
+  rowid: number;
+  /** BM25, higher is better: minus FTS5's bm25(). */
+  score: number;
+}
+
+const NO_ROWS = new Int32Array(0);
+const NO_COUNTS = new Uint16Array(0);
+
+export class KeywordIndex {
+  // Postings by lexeme id: the rows containing it and its doubled weighted count in each.
+  private postingRows: Int32Array[] = [];
+  private postingCounts: Uint16Array[] = [];
+  private postingLengths = new Int32Array(0);
+  /** Per-row tally by lexeme id while adding, all zero between rows. */
+  private tally = new Int32Array(0);
+  // Per row (row numbers ascend with rowids, as rows are added in rowid order).
+  private rowids = new Float64Array(0);
+  private chunkIds: string[] = [];
+  private documentOf = new Int32Array(0);
+  private projectOf = new Int32Array(0);
+  private lengths = new Int32Array(0);
+  private alive = new Uint8Array(0);
+  /** Score accumulator of a search, all zero between searches. */
+  private scratch = new Float64Array(0);
+  private capacity = 0;
+  private count = 0;
+  private dead = 0;
+  private tokens = 0;
+  private readonly documentNumbers = new Map<string, number>();
+  /** Document number → id. */
+  private readonly documentIds: string[] = [];
+  private readonly projectNumbers = new Map<string, number>();
+  private readonly rowsOfDocument = new Map<number, number[]>();
+
+  /** Live rows: FTS5's N. */
+  get size(): number {
+    return this.count - this.dead;
+  }
+
+  private static number(map: Map<string, number>, key: string): number {
+    let n = map.get(key);
+    if (n === undefined) map.set(key, (n = map.size));
+    return n;
+  }
+
+  private reserve(rows: number): void {
+    if (rows <= this.capacity) return;
+    const capacity = Math.max(rows, Math.ceil(this.capacity * 1.5), 1024);
+    const grow = <T extends Float64Array | Int32Array | Uint8Array>(old: T, next: T): T => {
+      next.set(old.subarray(0, this.count));
+      return next;
+    };
+    this.rowids = grow(this.rowids, new Float64Array(capacity));
+    this.documentOf = grow(this.documentOf, new Int32Array(capacity));
+    this.projectOf = grow(this.projectOf, new Int32Array(capacity));
+    this.lengths = grow(this.lengths, new Int32Array(capacity));
+    this.alive = grow(this.alive, new Uint8Array(capacity));
+    this.scratch = new Float64Array(capacity);
+    this.capacity = capacity;
+  }
+
+  /** Adds rows; their rowids must be above every rowid already added. */
+  add(rows: readonly KeywordRow[]): void {
+    this.reserve(this.count + rows.length);
+    const lexemes: number[] = [];
+    for (const row of rows) {
+      const r = this.count++;
+      const document = KeywordIndex.number(this.documentNumbers, row.documentId);
+      this.documentIds[document] = row.documentId;
+      this.rowids[r] = row.rowid;
+      this.chunkIds[r] = row.chunkId;
+      this.documentOf[r] = document;
+      this.projectOf[r] =
+        row.projectId === null ? -1 : KeywordIndex.number(this.projectNumbers, row.projectId);
+      this.alive[r] = 1;
+      let length = 0;
+      lexemes.length = 0;
+      for (let column = 0; column < 3; column++) {
+        const ids = row.columns[column] as Int32Array;
+        const weight = DOUBLED_WEIGHTS[column] as number;
+        length += ids.length;
+        for (let i = 0; i < ids.length; i++) {
+          const id = ids[i] as number;
+          if (id >= this.tally.length) this.growLexemes(id + 1);
+          if (this.tally[id] === 0) lexemes.push(id);
+          this.tally[id] = (this.tally[id] as number) + weight;
+        }
+      }
+      this.lengths[r] = length;
+      this.tokens += length;
+      for (const id of lexemes) {
+        this.post(id, r, this.tally[id] as number);
+        this.tally[id] = 0;
+      }
+      let list = this.rowsOfDocument.get(document);
+      if (list === undefined) this.rowsOfDocument.set(document, (list = []));
+      list.push(r);
+    }
+  }
+
+  private growLexemes(size: number): void {
+    const capacity = Math.max(size, this.tally.length * 2, 1024);
+    const tally = new Int32Array(capacity);
+    tally.set(this.tally);
+    this.tally = tally;
+    const lengths = new Int32Array(capacity);
+    lengths.set(this.postingLengths);
+    this.postingLengths = lengths;
+    for (let id = this.postingRows.length; id < capacity; id++) {
+      this.postingRows.push(NO_ROWS);
+      this.postingCounts.push(NO_COUNTS);
+    }
+  }
+
+  private post(id: number, row: number, doubled: number): void {
+    const length = this.postingLengths[id] as number;
+    let rows = this.postingRows[id] as Int32Array;
+    let counts = this.postingCounts[id] as Uint16Array;
+    if (length === rows.length) {
+      rows = new Int32Array(Math.max(4, length * 2));
+      rows.set(this.postingRows[id] as Int32Array);
+      counts = new Uint16Array(rows.length);
+      counts.set(this.postingCounts[id] as Uint16Array);
+      this.postingRows[id] = rows;
+      this.postingCounts[id] = counts;
+    }
+    rows[length] = row;
+    // A chunk would need 21,845 occurrences of one word in its name to saturate this.
+    counts[length] = Math.min(doubled, 0xffff);
+    this.postingLengths[id] = length + 1;
+  }
+
+  /** Gives back the room lists grew into (after a bulk load: about a third of their memory). */
+  trim(): void {
+    for (let id = 0; id < this.postingRows.length; id++) {
+      const length = this.postingLengths[id] as number;
+      const rows = this.postingRows[id] as Int32Array;
+      if (rows.length === length) continue;
+      this.postingRows[id] = length === 0 ? NO_ROWS : rows.slice(0, length);
+      this.postingCounts[id] =
+        length === 0 ? NO_COUNTS : (this.postingCounts[id] as Uint16Array).slice(0, length);
+    }
+  }
+
+  deleteDocument(documentId: string): void {
+    const document = this.documentNumbers.get(documentId);
+    const rows = document === undefined ? undefined : this.rowsOfDocument.get(document);
+    if (document === undefined || rows === undefined) return;
+    this.rowsOfDocument.delete(document);
+    for (const r of rows) {
+      if (this.alive[r] !== 1) continue;
+      this.alive[r] = 0;
+      this.tokens -= this.lengths[r] ?? 0;
+      this.dead++;
+    }
+    if (this.dead > 1024 && this.dead * 4 > this.count) this.compact();
+  }
+
+  /** Drops the deleted rows from every list and renumbers the live ones, keeping their order. */
+  private compact(): void {
+    const renumber = new Int32Array(this.count).fill(-1);
+    let to = 0;
+    for (let from = 0; from < this.count; from++) {
+      if (this.alive[from] !== 1) continue;
+      renumber[from] = to;
+      this.rowids[to] = this.rowids[from] ?? 0;
+      this.chunkIds[to] = this.chunkIds[from] ?? '';
+      this.documentOf[to] = this.documentOf[from] ?? 0;
+      this.projectOf[to] = this.projectOf[from] ?? 0;
+      this.lengths[to] = this.lengths[from] ?? 0;
+      this.alive[to] = 1;
+      to++;
+    }
+    this.alive.fill(0, to, this.count);
+    this.chunkIds.length = to;
+    this.count = to;
+    this.dead = 0;
+    for (let id = 0; id < this.postingRows.length; id++) {
+      const rows = this.postingRows[id] as Int32Array;
+      const counts = this.postingCounts[id] as Uint16Array;
+      const length = this.postingLengths[id] as number;
+      let kept = 0;
+      for (let i = 0; i < length; i++) {
+        const r = renumber[rows[i] as number] as number;
+        if (r < 0) continue;
+        rows[kept] = r;
+        counts[kept] = counts[i] as number;
+        kept++;
+      }
+      this.postingLengths[id] = kept;
+      if (kept === 0) {
+        this.postingRows[id] = NO_ROWS;
+        this.postingCounts[id] = NO_COUNTS;
+      }
+    }
+    this.rowsOfDocument.clear();
+    for (let r = 0; r < this.count; r++) {
+      const document = this.documentOf[r] ?? 0;
+      let list = this.rowsOfDocument.get(document);
+      if (list === undefined) this.rowsOfDocument.set(document, (list = []));
+      list.push(r);
+    }
+  }
+
+  /**
+   * The `limit` best rows for the query phrases (one lexeme id each, -1 for a lexeme no text
+   * had, in query order, repeats counted as FTS5 counts them) within the scope filter, best
+   * first, ties by rowid.
+   */
+  search(phrases: readonly number[], filter: SearchFilter, limit: number): KeywordHit[] {
+    const n = this.size;
+    if (n === 0 || limit <= 0) return [];
+    let project = -2;
+    if (filter.projectId !== undefined) {
+      project = this.projectNumbers.get(filter.projectId) ?? -3;
+      if (project === -3) return [];
+    }
+    let document = -1;
+    if (filter.documentId !== undefined) {
+      document = this.documentNumbers.get(filter.documentId) ?? -2;
+      if (document === -2) return [];
+    }
+    const avgdl = this.tokens / n;
+    const scores = this.scratch;
+    const alive = this.alive;
+    const lengths = this.lengths;
+    const touched: number[] = [];
+    for (const id of phrases) {
+      if (id < 0 || id >= this.postingRows.length) continue;
+      const rows = this.postingRows[id] as Int32Array;
+      const counts = this.postingCounts[id] as Uint16Array;
+      const length = this.postingLengths[id] as number;
+      let hits = 0;
+      for (let i = 0; i < length; i++) hits += alive[rows[i] as number] as number;
+      if (hits === 0) continue;
+      const raw = Math.log((n - hits + 0.5) / (hits + 0.5));
+      const idf = raw <= 0 ? 1e-6 : raw;
+      for (let i = 0; i < length; i++) {
+        const r = rows[i] as number;
+        if (alive[r] !== 1) continue;
+        if (project !== -2 && this.projectOf[r] !== project) continue;
+        if (document !== -1 && this.documentOf[r] !== document) continue;
+        const f = (counts[i] as number) / 2;
+        const d = lengths[r] as number;
+        const s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
+        if (scores[r] === 0) touched.push(r);
+        scores[r] = (scores[r] as number) + s;
+      }
+    }
+    const top = new TopK(Math.min(limit, touched.length));
+    for (const r of touched) {
+      top.push(scores[r] as number, r);
+      scores[r] = 0;
+    }
+    return top.sorted().map(({ row, score }) => ({
+      rowid: this.rowids[row] ?? 0,
+      chunkId: this.chunkIds[row] ?? '',
+      documentId: this.documentIds[this.documentOf[row] ?? 0] ?? '',
+      score,
+    }));
+  }
+}

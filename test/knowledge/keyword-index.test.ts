@@ -1,0 +1,292 @@
+/**
+ * The in-process keyword index (keyword-index.ts, fts5-lexer.ts) against FTS5 itself, on the
+ * real `knowledge_chunks_fts` table of a migrated database: the same lexemes for any text, and
+ * the same ranking and bm25() scores for any corpus, query, scope filter and deletions.
+ */
+import { join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import fc from 'fast-check';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { SqliteDatabase } from '../../src/db/database.js';
+import { MIGRATIONS } from '../../src/db/migrations/index.js';
+import { migrate } from '../../src/db/migrator.js';
+import { openSqlite } from '../../src/db/sqlite.js';
+import { Fts5Lexer, FTS5_TOKENIZE } from '../../src/knowledge/search/fts5-lexer.js';
+import { buildFtsQuery, chooseQueryTerms } from '../../src/knowledge/search/fts-query.js';
+import { KeywordIndex } from '../../src/knowledge/search/keyword-index.js';
+
+interface Ranked {
+  rowid: number;
+  score: number;
+}
+import { tempDir } from '../helpers.js';
+
+let database: SqliteDatabase;
+let db: BetterSqlite3.Database;
+const lexer = new Fts5Lexer();
+
+beforeAll(async () => {
+  database = openSqlite(join(tempDir(), 'keyword.db'));
+  const state = await migrate(database, MIGRATIONS);
+  expect(state.status).toBe('ok');
+  db = database.native;
+  db.exec(
+    `create virtual table temp.fts_instance using fts5vocab(main, knowledge_chunks_fts, instance)`,
+  );
+});
+
+afterAll(async () => {
+  await database.db.destroy();
+  lexer.close();
+});
+
+beforeEach(() => {
+  db.exec('delete from knowledge_chunks_fts');
+});
+
+/** The lexemes FTS5 indexes for each text (as the content column of the real table). */
+function fts5Lexemes(texts: string[]): string[][] {
+  db.exec('delete from knowledge_chunks_fts');
+  const insert = db.prepare(
+    `insert into knowledge_chunks_fts (rowid, chunk_id, document_id, document_name, section_path, content)
+     values (?, '', '', '', '', ?)`,
+  );
+  texts.forEach((t, i) => insert.run(i + 1, t));
+  const out = texts.map((): string[] => []);
+  const rows = db
+    .prepare(`select doc, term from temp.fts_instance order by doc, "offset"`)
+    .raw()
+    .all() as [number, string][];
+  for (const [doc, term] of rows) out[doc - 1]?.push(term);
+  db.exec('delete from knowledge_chunks_fts');
+  return out;
+}
+
+/** Words that exercise the Porter rules (step 1 to 5 suffixes, y, double consonants). */
+const STEMS = [
+  'relat',
+  'condit',
+  'gener',
+  'hop',
+  'fil',
+  'control',
+  'troubl',
+  'sky',
+  'agre',
+  'run',
+  'ayy',
+];
+const SUFFIXES = [
+  ...['', 's', 'es', 'ies', 'sses', 'ed', 'ing', 'eed', 'y', 'ly', 'ational', 'tional', 'enci'],
+  ...['anci', 'izer', 'abli', 'alli', 'entli', 'eli', 'ousli', 'ization', 'ation', 'ator'],
+  ...['alism', 'iveness', 'fulness', 'ousness', 'aliti', 'iviti', 'biliti', 'icate', 'ative'],
+  ...['alize', 'iciti', 'ical', 'ful', 'ness', 'al', 'ance', 'ence', 'er', 'ic', 'able'],
+  ...['ible', 'ant', 'ement', 'ment', 'ent', 'ion', 'ou', 'ism', 'ate', 'iti', 'ous', 'ive'],
+  ...['ize', 'e', 'll', 'ement', 'ingly', 'edly'],
+];
+const english = fc
+  .tuple(fc.constantFrom(...STEMS), fc.constantFrom(...SUFFIXES))
+  .map(([a, b]) => a + b);
+/** Letter soup biased to vowels and y: arbitrary shapes for the measure and cvc rules. */
+const soup = fc.stringMatching(/^[aeiouyybcdlmnrstz]{1,16}(ed|ing)?$/);
+/** Non-ASCII letters, digits, marks and separators of several scripts. */
+const unicode = fc.constantFrom(
+  ...['é', 'É', 'ß', 'µ', 'ſ', 'İ', 'ǅ', 'Ω', 'σ', 'ς', 'Ж', 'ё', 'ı', 'ﬁ', '中', '文', '٣', '²'],
+  ...['\u0301', '\u0305', '\u200d', '\u00a0', '—', '’', '😀', '\ue000', 'Ⅻ', 'Å', 'ø', 'ž'],
+);
+const text = fc
+  .array(
+    fc.oneof(
+      english,
+      soup,
+      unicode,
+      fc.constantFrom(' ', ' ', '-', '.', "'", '_', '/', '9', 'X', 'A1', 'Running'),
+      fc.stringMatching(/^[a-z]{60,70}$/),
+    ),
+    { maxLength: 40 },
+  )
+  .map((parts) => parts.join(''));
+
+describe('Fts5Lexer', () => {
+  it('uses the tokenizer of the migrated knowledge_chunks_fts table', () => {
+    const ddl = db
+      .prepare(`select sql from sqlite_master where name = 'knowledge_chunks_fts'`)
+      .pluck()
+      .get() as string;
+    expect(ddl.replace(/\s+/g, ' ')).toContain(`tokenize = '${FTS5_TOKENIZE}'`);
+  });
+
+  it('gives FTS5 lexemes for any text: ASCII stemmed in process, the rest asked of FTS5', () => {
+    fc.assert(
+      fc.property(fc.array(text, { minLength: 1, maxLength: 30 }), (texts) => {
+        expect(lexer.lexemes(texts)).toEqual(fts5Lexemes(texts));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('stems every suffix combination as FTS5 does', () => {
+    const words = STEMS.flatMap((s) => SUFFIXES.flatMap((a) => SUFFIXES.map((b) => s + a + b)));
+    expect(lexer.lexemes(words)).toEqual(fts5Lexemes(words));
+  });
+});
+
+// A corpus generator: documents with names and sections, content from a small vocabulary in
+// inflected forms so that stems, repeats and every column weight matter.
+const VOCABULARY = [
+  ...['planet', 'planets', 'planetary', 'orbit', 'orbiting', 'orbital', 'star', 'stars'],
+  ...['bread', 'breads', 'dough', 'oven', 'baking', 'baked', 'bake', 'refund', 'refunds'],
+  ...['policy', 'policies', 'connect', 'connection', 'connected', 'runner', 'running', 'ran'],
+  ...['the', 'of', 'and', 'a', 'is', 'café', 'naïve', 'µg', 'x', 'ox', 'big', 'data'],
+];
+const word = fc.constantFrom(...VOCABULARY);
+const sentence = fc.array(word, { minLength: 0, maxLength: 30 }).map((w) => w.join(' '));
+const chunk = fc.record({ section: sentence, content: sentence });
+const documentArb = fc.record({
+  name: fc.array(word, { maxLength: 3 }).map((w) => `${w.join('-')}.md`),
+  project: fc.constantFrom(null, 'p1', 'p2'),
+  chunks: fc.array(chunk, { minLength: 1, maxLength: 8 }),
+});
+const query = fc.array(word, { minLength: 1, maxLength: 6 }).map((w) => w.join(' '));
+
+interface Corpus {
+  docs: { name: string; project: string | null; chunks: { section: string; content: string }[] }[];
+  deleted: number[];
+}
+
+/** Writes the corpus to the FTS5 table and to a fresh index, then deletes the chosen documents. */
+function load(corpus: Corpus): KeywordIndex {
+  db.exec('delete from knowledge_chunks_fts');
+  const index = new KeywordIndex();
+  const insert = db.prepare(
+    `insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content)
+     values (?, ?, ?, ?, ?)`,
+  );
+  corpus.docs.forEach((doc, d) => {
+    const texts = doc.chunks.flatMap((c) => [doc.name, c.section, c.content]);
+    const ids = lexer.tokenize(texts);
+    const none = new Int32Array(0);
+    index.add(
+      doc.chunks.map((c, i) => {
+        const rowid = Number(
+          insert.run(`c${d}-${i}`, `d${d}`, doc.name, c.section, c.content).lastInsertRowid,
+        );
+        return {
+          rowid,
+          chunkId: `c${d}-${i}`,
+          documentId: `d${d}`,
+          projectId: doc.project,
+          columns: [ids[3 * i] ?? none, ids[3 * i + 1] ?? none, ids[3 * i + 2] ?? none],
+        };
+      }),
+    );
+  });
+  for (const d of new Set(corpus.deleted)) {
+    if (d >= corpus.docs.length) continue;
+    db.prepare('delete from knowledge_chunks_fts where document_id = ?').run(`d${d}`);
+    index.deleteDocument(`d${d}`);
+  }
+  return index;
+}
+
+/** FTS5's ranking: rowid and minus bm25() with the store's weights, ties by rowid. */
+function fts5Search(text: string, documents: string[] | null, limit: number): Ranked[] {
+  const match = buildFtsQuery(text);
+  if (match === null) return [];
+  const scope = documents === null ? '' : ` and document_id in (select value from json_each(?))`;
+  const params: unknown[] = [match, ...(documents === null ? [] : [JSON.stringify(documents)])];
+  return db
+    .prepare(
+      `select rowid, -bm25(knowledge_chunks_fts, 0, 0, 1.5, 2.0, 1.0) as score
+       from knowledge_chunks_fts where knowledge_chunks_fts match ?${scope}
+       order by score desc, rowid limit ?`,
+    )
+    .all(...params, limit) as Ranked[];
+}
+
+/** The query's lexemes, one per chosen word, as ids (-1 for a lexeme no text had). */
+function phrases(text: string): number[] {
+  return lexer.lexemes(chooseQueryTerms(text)).map((p) => {
+    expect(p).toHaveLength(1);
+    return lexer.idOf(p[0] ?? '');
+  });
+}
+
+function expectSameRanking(actual: Ranked[], expected: Ranked[]): void {
+  expect(actual.map((h) => h.rowid)).toEqual(expected.map((h) => h.rowid));
+  if (actual.length > 0 && 'chunkId' in (actual[0] ?? {})) {
+    // Each hit names its row's chunk.
+    const chunkOf = db.prepare('select chunk_id from knowledge_chunks_fts where rowid = ?').pluck();
+    for (const h of actual) expect((h as { chunkId?: string }).chunkId).toBe(chunkOf.get(h.rowid));
+  }
+  actual.forEach((h, i) => {
+    const e = expected[i]?.score ?? Number.NaN;
+    expect(Math.abs(h.score - e)).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(e)));
+  });
+}
+
+describe('KeywordIndex', () => {
+  it('ranks and scores exactly as FTS5 bm25(), with scope filters and deletions', () => {
+    const corpusArb = fc.record({
+      docs: fc.array(documentArb, { minLength: 1, maxLength: 12 }),
+      deleted: fc.array(fc.nat(11), { maxLength: 4 }),
+    });
+    fc.assert(
+      fc.property(corpusArb, fc.array(query, { minLength: 1, maxLength: 5 }), (corpus, queries) => {
+        const index = load(corpus);
+        const live = corpus.docs.map((d, i) => ({ ...d, id: `d${i}` }));
+        for (const q of queries) {
+          for (const limit of [3, 100]) {
+            expectSameRanking(index.search(phrases(q), {}, limit), fts5Search(q, null, limit));
+            const inP1 = live.filter((d) => d.project === 'p1').map((d) => d.id);
+            expectSameRanking(
+              index.search(phrases(q), { projectId: 'p1' }, limit),
+              fts5Search(q, inP1, limit),
+            );
+            expectSameRanking(
+              index.search(phrases(q), { documentId: 'd0' }, limit),
+              fts5Search(q, ['d0'], limit),
+            );
+            expectSameRanking(
+              index.search(phrases(q), { documentId: 'd0', projectId: 'p2' }, limit),
+              fts5Search(q, live[0]?.project === 'p2' ? ['d0'] : [], limit),
+            );
+          }
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('stays exact after compaction drops thousands of deleted rows', () => {
+    const random = fc.sample(documentArb, { numRuns: 700, seed: 7 });
+    const corpus: Corpus = {
+      docs: random,
+      deleted: random.map((_, i) => i).filter((i) => i % 3 !== 0),
+    };
+    const index = load(corpus);
+    expect(index.size).toBe(
+      db.prepare('select count(*) from knowledge_chunks_fts').pluck().get() as number,
+    );
+    for (const q of ['planet orbit', 'bread baking oven refund', 'café naïve µg', 'the of']) {
+      expectSameRanking(index.search(phrases(q), {}, 50), fts5Search(q, null, 50));
+    }
+  });
+
+  it('counts a query word twice when two words share its stem, as FTS5 does', () => {
+    const index = load({
+      docs: [
+        { name: 'a.md', project: null, chunks: [{ section: '', content: 'running fast' }] },
+        { name: 'b.md', project: null, chunks: [{ section: '', content: 'slow walk' }] },
+        { name: 'c.md', project: null, chunks: [{ section: '', content: 'walk run' }] },
+      ],
+      deleted: [],
+    });
+    const q = 'run running';
+    expect(phrases(q)).toEqual([lexer.idOf('run'), lexer.idOf('run')]);
+    const hits = index.search(phrases(q), {}, 10);
+    expectSameRanking(hits, fts5Search(q, null, 10));
+    const single = index.search(phrases('run'), {}, 10);
+    expect(hits[0]?.score).toBeCloseTo(2 * (single[0]?.score ?? 0), 12);
+  });
+});
