@@ -13,6 +13,7 @@ import {
   type DocumentCandidate,
   type ChunkStore,
   type IndexCommit,
+  type NewChunk,
   type RankedHit,
   type Ranking,
   type SearchFilter,
@@ -76,6 +77,26 @@ type KeywordText = [
   section: string,
   content: string,
 ];
+
+/** Chunks tokenized per slice by tokenizeChunks (~0.25 MB of text, a few milliseconds). */
+const TOKENIZE_SLICE = 256;
+
+/** The section path and content lexemes of each chunk, in one lexer batch. */
+function tokenizeChunksNow(chunks: readonly NewChunk[]): [Int32Array, Int32Array][] {
+  const ids = sharedLexer().tokenize(chunks.flatMap((c) => [c.sectionPath, c.content]));
+  const none = new Int32Array(0);
+  return chunks.map((_, i) => [ids[2 * i] ?? none, ids[2 * i + 1] ?? none]);
+}
+
+/** tokenizeChunksNow in slices, yielding to the event loop between them. */
+async function tokenizeChunks(chunks: readonly NewChunk[]): Promise<[Int32Array, Int32Array][]> {
+  const out: [Int32Array, Int32Array][] = [];
+  for (let i = 0; i < chunks.length; i += TOKENIZE_SLICE) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    out.push(...tokenizeChunksNow(chunks.slice(i, i + TOKENIZE_SLICE)));
+  }
+  return out;
+}
 
 /** Tokenizes FTS5 rows into keyword index rows, in one lexer batch. */
 function keywordRows(texts: readonly KeywordText[]): KeywordRow[] {
@@ -178,14 +199,14 @@ export class SqliteChunkStore implements ChunkStore {
     before: number,
     after: number,
     documentId: string,
-    added?: { table: string; rows: IndexRow[]; keyword: KeywordText[] },
+    added?: { table: string; rows: IndexRow[]; keyword: () => KeywordRow[] },
   ): void {
     if (this.keyword !== null) {
       if (this.keyword.generation !== before) {
         this.keyword = null;
       } else {
         this.keyword.index.deleteDocument(documentId);
-        if (added !== undefined) this.keyword.index.add(keywordRows(added.keyword));
+        if (added !== undefined) this.keyword.index.add(added.keyword());
         this.keyword.generation = after;
       }
     }
@@ -246,10 +267,14 @@ export class SqliteChunkStore implements ChunkStore {
     const applied: {
       value: { before: number; after: number; table: string; projectKey: string } | null;
     } = { value: null };
-    const keywordTexts: KeywordText[] = [];
+    // Tokenized ahead, in slices that let other requests in: a big document's text would
+    // otherwise hold the event loop after its commit.
+    const lexed = this.keyword === null ? null : await tokenizeChunks(commit.chunks);
+    const rowids: number[] = [];
+    let written: { name: string; projectId: string | null } = { name: '', projectId: null };
     const run = this.db.transaction((): 'committed' | 'discarded' => {
       applied.value = null;
-      keywordTexts.length = 0;
+      rowids.length = 0;
       const before = this.generation();
       const doc = this.db
         .prepare(
@@ -258,6 +283,7 @@ export class SqliteChunkStore implements ChunkStore {
         .get(commit.documentId, commit.indexToken) as
         { name: string; project_id: string | null; project_key: string } | undefined;
       if (doc === undefined) return 'discarded';
+      written = { name: doc.name, projectId: doc.project_id };
       this.deleteIndexRows(commit.documentId);
       const table = this.vectorTable(commit.model, commit.dimensions, true);
       const now = new Date().toISOString();
@@ -294,15 +320,7 @@ export class SqliteChunkStore implements ChunkStore {
           c.sectionPath,
           c.content,
         );
-        keywordTexts.push([
-          Number(lastInsertRowid),
-          c.id,
-          commit.documentId,
-          doc.project_id,
-          doc.name,
-          c.sectionPath,
-          c.content,
-        ]);
+        rowids.push(Number(lastInsertRowid));
         insertVec.run(c.id, c.vector, commit.documentId, doc.project_key);
       }
       this.db
@@ -342,7 +360,17 @@ export class SqliteChunkStore implements ChunkStore {
           projectKey: done.projectKey,
           vector: c.vector,
         })),
-        keyword: keywordTexts,
+        keyword: () => {
+          const name = sharedLexer().tokenize([written.name])[0] ?? new Int32Array(0);
+          const texts = lexed ?? tokenizeChunksNow(commit.chunks);
+          return commit.chunks.map((c, i) => ({
+            rowid: rowids[i] ?? 0,
+            chunkId: c.id,
+            documentId: commit.documentId,
+            projectId: written.projectId,
+            columns: [name, ...(texts[i] ?? [new Int32Array(0), new Int32Array(0)])],
+          }));
+        },
       });
     }
     return result;
