@@ -290,3 +290,70 @@ describe('KeywordIndex', () => {
     expect(hits[0]?.score).toBeCloseTo(2 * (single[0]?.score ?? 0), 12);
   });
 });
+
+describe('migration 0007 and the store on existing chunks', () => {
+  it('records the FTS rowid of every existing chunk; the store then searches and deletes by it', async () => {
+    const old = openSqlite(join(tempDir(), 'old.db'));
+    try {
+      expect((await migrate(old, MIGRATIONS.slice(0, 6))).status).toBe('ok');
+      const now = new Date().toISOString();
+      const insertDoc = old.native.prepare(
+        `insert into knowledge_documents (id, name, file_type, mime_type, source, project_id, project_key,
+           version, status, checksum, size_bytes, file_path, created_at, updated_at)
+         values (?, ?, 'md', 'text/markdown', 'upload', null, '', 1, 'indexed', ?, 1, 'x', ?, ?)`,
+      );
+      const insertChunk = old.native.prepare(
+        `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content,
+           token_estimate, metadata, embedding_model, embedding_dimensions, content_hash, created_at)
+         values (?, ?, ?, '', null, ?, 1, '{}', 'm', 1, 'h', ?)`,
+      );
+      const insertFts = old.native.prepare(
+        `insert into knowledge_chunks_fts (rowid, chunk_id, document_id, document_name, section_path, content)
+         values (?, ?, ?, ?, '', ?)`,
+      );
+      const contents = ['orbiting planets', 'baking bread', 'planets and stars', 'refund policy'];
+      for (const d of ['a', 'b']) insertDoc.run(d, `${d}.md`, d, now, now);
+      contents.forEach((content, i) => {
+        const doc = i < 2 ? 'a' : 'b';
+        insertChunk.run(`c${i}`, doc, i, content, now);
+        // FTS rowids unrelated to the chunks' own rowids, as an old database may have them.
+        insertFts.run(100 - 7 * i, `c${i}`, doc, `${doc}.md`, content);
+      });
+
+      expect((await migrate(old, MIGRATIONS)).status).toBe('ok');
+      const rows = old.native
+        .prepare(
+          `select c.id, c.fts_rowid, f.chunk_id from knowledge_chunks c
+           left join knowledge_chunks_fts f on f.rowid = c.fts_rowid order by c.id`,
+        )
+        .all() as { id: string; fts_rowid: number; chunk_id: string }[];
+      expect(rows.map((r) => [r.id, r.fts_rowid, r.chunk_id])).toEqual(
+        contents.map((_, i) => [`c${i}`, 100 - 7 * i, `c${i}`]),
+      );
+
+      const { SqliteChunkStore } = await import('../../src/knowledge/search/sqlite-chunk-store.js');
+      const store = new SqliteChunkStore(old.native);
+      expect(
+        store
+          .keywordSearch('planet', {}, 10)
+          .map((c) => c.chunkId)
+          .sort(),
+      ).toEqual(['c0', 'c2']);
+      expect(await store.deleteDocument('b')).toBe(true);
+      expect(store.keywordSearch('planet', {}, 10).map((c) => c.chunkId)).toEqual(['c0']);
+      const left = old.native
+        .prepare('select chunk_id from knowledge_chunks_fts order by chunk_id')
+        .pluck()
+        .all();
+      expect(left).toEqual(['c0', 'c1']);
+      // From 0007 on, changes are logged per document: b's chunks were deleted.
+      const changes = old.native
+        .prepare('select document_id from knowledge_search_changes order by document_id')
+        .pluck()
+        .all();
+      expect(changes).toEqual(['b']);
+    } finally {
+      await old.db.destroy();
+    }
+  });
+});

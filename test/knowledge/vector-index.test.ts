@@ -166,4 +166,56 @@ describe('the store and writes by another process', () => {
     expect(gone.map((i) => i.documentId)).toEqual([first.id]);
     expect(await ka.hits(words)).toEqual([]);
   });
+
+  it('catches up with another process by reloading only the documents it changed', async () => {
+    const a = await createTestApp();
+    apps.push(a);
+    const b = await createTestApp({ dir: a.dir });
+    apps.push(b);
+    const ka = new KnowledgeClient(a);
+    const kb = new KnowledgeClient({ ...b, key: a.key });
+    const texts = [
+      '# Planets\n\nJupiter is the largest planet; Saturn has rings.',
+      '# Bread\n\nKnead the bread dough and let it rise in a warm oven.',
+      '# Refunds\n\nRefunds are paid within fourteen days of a return.',
+    ];
+    const docs = [];
+    for (const [i, text] of texts.entries()) {
+      const doc = await ka.uploadOk(`d${i}.md`, text);
+      await ka.indexOk(doc.id);
+      docs.push(doc);
+    }
+    const queries = ['planet rings', 'bread oven', 'refund return days', 'warm days'];
+    const search = (k: KnowledgeClient, mode: string) =>
+      Promise.all(queries.map((query) => k.hits({ query, mode, topK: 10, minScore: -1 })));
+    await search(ka, 'hybrid'); // both in-process indexes loaded in A
+    // The store's in-process indexes (private): the same objects after catching up, not reloads.
+    const indexesOf = (app: TestApp) => {
+      const store = (app.ctx.knowledge.retrieval as unknown as { store: object }).store as {
+        keyword: { index: object } | null;
+        indexes: Map<string, { index: object }>;
+      };
+      return [store.keyword?.index, ...[...store.indexes.values()].map((l) => l.index)];
+    };
+    const before = indexesOf(a);
+    expect(before).toHaveLength(2);
+
+    // B (another process on the same file) re-indexes one document, deletes one, adds one.
+    await kb.indexOk(docs[0]!.id, { maxChars: 200 });
+    expect((await kb.delete(docs[1]!.id)).json()).toEqual({ ok: true });
+    const added = await kb.uploadOk('d3.md', '# Ovens\n\nA stone oven bakes bread evenly.');
+    await kb.indexOk(added.id);
+
+    const fresh = await createTestApp({ dir: a.dir }); // loads everything from the tables
+    apps.push(fresh);
+    const kf = new KnowledgeClient({ ...fresh, key: a.key });
+    for (const mode of ['keyword', 'semantic', 'hybrid']) {
+      expect(await search(ka, mode)).toEqual(await search(kf, mode));
+    }
+    const after = indexesOf(a);
+    after.forEach((index, i) => {
+      expect(index).toBe(before[i]);
+    });
+    expect((await ka.hits({ query: 'stone oven', mode: 'keyword' }))[0]?.documentId).toBe(added.id);
+  });
 });

@@ -112,22 +112,24 @@ export class KeywordIndex {
       this.alive[r] = 1;
       let length = 0;
       lexemes.length = 0;
+      let tally: Int32Array = this.tally;
       for (let column = 0; column < 3; column++) {
         const ids = row.columns[column] as Int32Array;
         const weight = DOUBLED_WEIGHTS[column] as number;
         length += ids.length;
         for (let i = 0; i < ids.length; i++) {
           const id = ids[i] as number;
-          if (id >= this.tally.length) this.growLexemes(id + 1);
-          if (this.tally[id] === 0) lexemes.push(id);
-          this.tally[id] = (this.tally[id] as number) + weight;
+          if (id >= tally.length) tally = this.growLexemes(id + 1);
+          const before = tally[id] as number;
+          if (before === 0) lexemes.push(id);
+          tally[id] = before + weight;
         }
       }
       this.lengths[r] = length;
       this.tokens += length;
       for (const id of lexemes) {
-        this.post(id, r, this.tally[id] as number);
-        this.tally[id] = 0;
+        this.post(id, r, tally[id] as number);
+        tally[id] = 0;
       }
       let list = this.rowsOfDocument.get(document);
       if (list === undefined) this.rowsOfDocument.set(document, (list = []));
@@ -135,7 +137,8 @@ export class KeywordIndex {
     }
   }
 
-  private growLexemes(size: number): void {
+  /** Makes room for lexeme ids below `size`; returns the new tally. */
+  private growLexemes(size: number): Int32Array {
     const capacity = Math.max(size, this.tally.length * 2, 1024);
     const tally = new Int32Array(capacity);
     tally.set(this.tally);
@@ -147,6 +150,7 @@ export class KeywordIndex {
       this.postingRows.push(NO_ROWS);
       this.postingCounts.push(NO_COUNTS);
     }
+    return tally;
   }
 
   private post(id: number, row: number, doubled: number): void {

@@ -138,19 +138,53 @@ export class SqliteChunkStore implements ChunkStore {
       .get() as number;
   }
 
+  /** The documents whose chunks changed after `generation` (migration 0007's change log). */
+  private changedSince(generation: number): string[] {
+    return this.statement(
+      'select document_id from knowledge_search_changes where generation > ? order by document_id',
+    )
+      .pluck()
+      .all(generation) as string[];
+  }
+
   /**
-   * The in-process index of a vector table, current as of this transaction's snapshot: reloaded
-   * when the chunks changed in a way this store did not apply to it (another process wrote).
+   * The in-process index of a vector table, current as of this transaction's snapshot: loaded
+   * on first use; when the chunks changed in a way this store did not apply (another process
+   * wrote), the changed documents are reloaded.
    */
   private loadedIndex(table: string, dimensions: number): VectorIndex {
     const generation = this.generation();
     const loaded = this.indexes.get(table);
-    if (loaded !== undefined && loaded.generation === generation) return loaded.index;
+    if (loaded?.generation === generation) return loaded.index;
+    if (loaded !== undefined) {
+      const changed = this.changedSince(loaded.generation);
+      for (const documentId of changed) loaded.index.deleteDocument(documentId);
+      this.addVectors(
+        loaded.index,
+        `select v.chunk_id, v.embedding, v.document_id, v.project_key
+         from knowledge_chunks c join ${table} v on v.chunk_id = c.id
+         where c.document_id in (select value from json_each(?))`,
+        [JSON.stringify(changed)],
+      );
+      loaded.generation = generation;
+      return loaded.index;
+    }
     const index = new VectorIndex(dimensions);
+    this.addVectors(
+      index,
+      `select chunk_id, embedding, document_id, project_key from ${table}`,
+      [],
+    );
+    this.indexes.set(table, { index, generation });
+    return index;
+  }
+
+  /** Adds the rows a query gives (chunk id, embedding, document id, project key) to an index. */
+  private addVectors(index: VectorIndex, sql: string, params: unknown[]): void {
     const rows = this.db
-      .prepare(`select chunk_id, embedding, document_id, project_key from ${table}`)
+      .prepare(sql)
       .raw()
-      .iterate() as IterableIterator<[string, Buffer, string, string]>;
+      .iterate(...params) as IterableIterator<[string, Buffer, string, string]>;
     let batch: IndexRow[] = [];
     for (const [chunkId, embedding, documentId, projectKey] of rows) {
       batch.push({ chunkId, documentId, projectKey, vector: asFloat32(embedding) });
@@ -160,23 +194,41 @@ export class SqliteChunkStore implements ChunkStore {
       }
     }
     index.add(batch);
-    this.indexes.set(table, { index, generation });
-    return index;
   }
 
   /** The in-process keyword index, current as of this transaction's snapshot (as loadedIndex). */
   private loadedKeywordIndex(): KeywordIndex {
     const generation = this.generation();
-    if (this.keyword?.generation === generation) return this.keyword.index;
+    const loaded = this.keyword;
+    if (loaded?.generation === generation) return loaded.index;
+    const select = `select c.fts_rowid, c.id, c.document_id, d.project_id, f.document_name,
+        f.section_path, f.content
+      from knowledge_chunks c join knowledge_chunks_fts f on f.rowid = c.fts_rowid
+      left join knowledge_documents d on d.id = c.document_id`;
+    if (loaded !== null) {
+      const changed = this.changedSince(loaded.generation);
+      for (const documentId of changed) loaded.index.deleteDocument(documentId);
+      // Rows written after the index's generation have higher rowids than every row it keeps.
+      this.addKeywordRows(
+        loaded.index,
+        `${select} where c.document_id in (select value from json_each(?)) order by c.fts_rowid`,
+        [JSON.stringify(changed)],
+      );
+      loaded.generation = generation;
+      return loaded.index;
+    }
     const index = new KeywordIndex();
-    const rows = this.statement(
-      `select f.rowid, f.chunk_id, f.document_id, d.project_id, f.document_name, f.section_path,
-         f.content
-       from knowledge_chunks_fts f left join knowledge_documents d on d.id = f.document_id
-       order by f.rowid`,
-    )
+    this.addKeywordRows(index, `${select} order by c.fts_rowid`, []);
+    index.trim();
+    this.keyword = { index, generation };
+    return index;
+  }
+
+  /** Tokenizes and adds the keyword rows a query gives (see KeywordText), in batches. */
+  private addKeywordRows(index: KeywordIndex, sql: string, params: unknown[]): void {
+    const rows = this.statement(sql)
       .raw()
-      .iterate() as IterableIterator<KeywordText>;
+      .iterate(...params) as IterableIterator<KeywordText>;
     let batch: KeywordText[] = [];
     for (const row of rows) {
       batch.push(row);
@@ -186,14 +238,12 @@ export class SqliteChunkStore implements ChunkStore {
       }
     }
     index.add(keywordRows(batch));
-    index.trim();
-    this.keyword = { index, generation };
-    return index;
   }
 
   /**
    * After a committed write that moved the generation from `before` to `after`: applies the same
-   * change to the loaded indexes that were current, drops the others (reloaded when searched).
+   * change to the loaded indexes that were current at `before`. The others (behind another
+   * process's writes) catch up on their next search, this write included.
    */
   private syncIndexes(
     before: number,
@@ -201,20 +251,14 @@ export class SqliteChunkStore implements ChunkStore {
     documentId: string,
     added?: { table: string; rows: IndexRow[]; keyword: () => KeywordRow[] },
   ): void {
-    if (this.keyword !== null) {
-      if (this.keyword.generation !== before) {
-        this.keyword = null;
-      } else {
-        this.keyword.index.deleteDocument(documentId);
-        if (added !== undefined) this.keyword.index.add(added.keyword());
-        this.keyword.generation = after;
-      }
+    const keyword = this.keyword;
+    if (keyword?.generation === before) {
+      keyword.index.deleteDocument(documentId);
+      if (added !== undefined) keyword.index.add(added.keyword());
+      keyword.generation = after;
     }
     for (const [table, loaded] of this.indexes) {
-      if (loaded.generation !== before) {
-        this.indexes.delete(table);
-        continue;
-      }
+      if (loaded.generation !== before) continue;
       loaded.index.deleteDocument(documentId);
       if (added?.table === table) loaded.index.add(added.rows);
       loaded.generation = after;
@@ -245,20 +289,29 @@ export class SqliteChunkStore implements ChunkStore {
     return table;
   }
 
-  private allVectorTables(): string[] {
-    return (
-      this.db.prepare('select table_name from knowledge_vector_tables').all() as {
-        table_name: string;
-      }[]
-    ).map((r) => r.table_name);
-  }
-
+  /**
+   * Deletes a document's chunks with their keyword and vector rows, found by key: the FTS rows by
+   * the rowids the chunks record, the vectors by chunk id in their model's table (both tables'
+   * `document_id` columns are not indexed: filtering on them scans every row, ~0.5 s per vector
+   * table at 100k chunks).
+   */
   private deleteIndexRows(documentId: string): void {
-    this.db.prepare('delete from knowledge_chunks_fts where document_id = ?').run(documentId);
-    for (const table of this.allVectorTables()) {
-      this.db.prepare(`delete from ${table} where document_id = ?`).run(documentId);
+    const chunks = this.statement(
+      `select id, embedding_model, embedding_dimensions from knowledge_chunks
+       where document_id = ?`,
+    )
+      .raw()
+      .all(documentId) as [string, string, number][];
+    if (chunks.length === 0) return;
+    this.statement(
+      `delete from knowledge_chunks_fts
+       where rowid in (select fts_rowid from knowledge_chunks where document_id = ?)`,
+    ).run(documentId);
+    for (const [id, model, dimensions] of chunks) {
+      const table = this.vectorTable(model, dimensions, false);
+      if (table !== null) this.statement(`delete from ${table} where chunk_id = ?`).run(id);
     }
-    this.db.prepare('delete from knowledge_chunks where document_id = ?').run(documentId);
+    this.statement('delete from knowledge_chunks where document_id = ?').run(documentId);
   }
 
   // better-sqlite3 is synchronous: the async methods do their work before they return.
@@ -289,8 +342,8 @@ export class SqliteChunkStore implements ChunkStore {
       const now = new Date().toISOString();
       const insertChunk = this.db.prepare(
         `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content, token_estimate,
-           metadata, embedding_model, embedding_dimensions, content_hash, created_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           metadata, embedding_model, embedding_dimensions, content_hash, created_at, fts_rowid)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       const insertFts = this.db.prepare(
         'insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content) values (?, ?, ?, ?, ?)',
@@ -299,6 +352,11 @@ export class SqliteChunkStore implements ChunkStore {
         `insert into ${table ?? ''} (chunk_id, embedding, document_id, project_key) values (?, ?, ?, ?)`,
       );
       for (const c of commit.chunks) {
+        // The keyword row first: the chunk records its rowid (the FTS table's columns are not indexed).
+        const ftsRowid = Number(
+          insertFts.run(c.id, commit.documentId, doc.name, c.sectionPath, c.content)
+            .lastInsertRowid,
+        );
         insertChunk.run(
           c.id,
           commit.documentId,
@@ -312,15 +370,9 @@ export class SqliteChunkStore implements ChunkStore {
           commit.dimensions,
           c.contentHash,
           now,
+          ftsRowid,
         );
-        const { lastInsertRowid } = insertFts.run(
-          c.id,
-          commit.documentId,
-          doc.name,
-          c.sectionPath,
-          c.content,
-        );
-        rowids.push(Number(lastInsertRowid));
+        rowids.push(ftsRowid);
         insertVec.run(c.id, c.vector, commit.documentId, doc.project_key);
       }
       this.db
