@@ -5,20 +5,11 @@
  * `aps reindex`) wrote.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import { Int8Matrix } from '../../src/knowledge/search/dot-kernel.js';
 import { VectorIndex, type IndexRow } from '../../src/knowledge/search/vector-index.js';
 import { createTestApp, type TestApp } from '../helpers.js';
 import { KnowledgeClient } from './helpers.js';
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const DIMS = 20;
 
@@ -51,7 +42,7 @@ function bruteForce(
 
 describe('Int8Matrix', () => {
   it('computes the same integer dot products with and without WebAssembly', () => {
-    const random = rng(1);
+    const random = seededRandom(1);
     const results = [true, false].map((wasm) => {
       const m = new Int8Matrix(13, wasm);
       m.reserve(2000);
@@ -74,7 +65,7 @@ describe('Int8Matrix', () => {
 });
 
 describe('VectorIndex', () => {
-  const random = rng(42);
+  const random = seededRandom(42);
   const all = rows(random, 5000, 50);
   const index = new VectorIndex(DIMS);
   index.add(all);

@@ -22,25 +22,14 @@ import type {
   RankedHit,
   SearchRequest,
 } from '../../src/knowledge/search/chunk-store.js';
+import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import { PostgresChunkStore } from '../../src/knowledge/search/postgres-chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
-import { freshDatabase, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
+import { freshDatabase, openMigrated, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
 
 const MODEL = 'test-model';
 const DIMS = 8;
-
-/** mulberry32: a small seeded generator, so every run indexes the same vectors. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function unit(v: Float32Array): Float32Array {
   let n = 0;
@@ -68,22 +57,6 @@ function cosine(a: Float32Array, b: Float32Array): number {
     nb += b[i]! * b[i]!;
   }
   return dot / Math.sqrt(na * nb);
-}
-
-async function openMigrated(url: string): Promise<PostgresDatabase> {
-  const database = await openDatabase({
-    driver: 'postgres',
-    url,
-    poolMax: 10,
-    statementTimeoutMs: 60_000,
-  });
-  if (database.driver !== 'postgres') throw new Error('expected PostgreSQL');
-  const state = await migrate(database, MIGRATIONS);
-  if (state.status !== 'ok') {
-    await database.close();
-    throw new Error(`migrations failed: ${state.errorMessage}`);
-  }
-  return database;
 }
 
 interface Doc {
@@ -219,32 +192,24 @@ async function expectStatisticsExact(pool: pg.Pool): Promise<void> {
  * hold one back until something else happened.
  */
 function instrumentedPool(pool: pg.Pool, before: (sql: string) => Promise<void> | void): pg.Pool {
-  const wrap = (client: pg.PoolClient) =>
-    new Proxy(client, {
-      get(target, prop) {
+  /** `target` with its `query` running `before` first (and `connect` giving such clients). */
+  const instrument = <T extends pg.Pool | pg.PoolClient>(target: T): T =>
+    new Proxy(target, {
+      get(object, prop) {
         if (prop === 'query') {
           return async (...args: [string, unknown[]?]) => {
             await before(args[0]);
-            return target.query(...args);
+            return object.query(...args);
           };
         }
-        const value: unknown = Reflect.get(target, prop, target);
-        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+        if (prop === 'connect' && object instanceof pg.Pool) {
+          return async () => instrument(await object.connect());
+        }
+        const value: unknown = Reflect.get(object, prop, object);
+        return typeof value === 'function' ? (value as () => unknown).bind(object) : value;
       },
     });
-  return new Proxy(pool, {
-    get(target, prop) {
-      if (prop === 'connect') return async () => wrap(await target.connect());
-      if (prop === 'query') {
-        return async (...args: [string, unknown[]?]) => {
-          await before(args[0]);
-          return target.query(...args);
-        };
-      }
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
-    },
-  });
+  return instrument(pool);
 }
 
 describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
@@ -253,7 +218,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
   let pool: pg.Pool;
   let db: Db;
   let store: PostgresChunkStore;
-  const random = rng(7);
+  const random = seededRandom(7);
 
   beforeAll(async () => {
     fresh = await freshDatabase();
@@ -401,7 +366,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
     let science: Doc;
     let kitchen: Doc;
     let failed: Doc;
-    const base = randomVector(rng(99));
+    const base = randomVector(seededRandom(99));
     const scienceChunks = [
       chunk('Telescopes gather light from distant galaxies.', near(base, random, 0.3)),
       chunk('The telescope mirror was polished for months.', near(base, random, 0.3)),
@@ -613,7 +578,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         name: 'corner-cases.md',
         markdown: `# Corner cases\n\n## Addresses\n\nWrite to ops@example.com or read /usr/share/doc/README; state-of-the-art café naïve Straße x² 3.14 v2 OS is as us.\n\n## Repeats\n\n${'echo '.repeat(300)}\n`,
       });
-      const random = rng(3);
+      const random = seededRandom(3);
       for (const [i, doc] of docs.entries()) {
         const chunks = chunkMarkdown(doc.markdown, { maxChars: 600, overlapChars: 60 }).map((c) =>
           chunk(c.content, randomVector(random), {
@@ -688,7 +653,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
 
   describe('vector recall under filters', () => {
     const D = 16;
-    const random = rng(11);
+    const random = seededRandom(11);
     const query = randomVector(random, D);
     const model = 'recall-model';
     // Many chunks close to the query, few far from it: unfiltered, the few never make the top.
@@ -769,7 +734,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         expect(ids(hits)).toEqual(exact(chunks, query, 100));
       }
       // Recall@10 against exact search, unfiltered and within the 'mid' project (9 % of chunks).
-      const q = rng(5);
+      const q = seededRandom(5);
       let found = 0;
       let total = 0;
       for (let i = 0; i < 20; i++) {

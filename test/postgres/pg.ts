@@ -4,6 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { openDatabase, type PostgresDatabase } from '../../src/db/database.js';
+import { MIGRATIONS } from '../../src/db/migrations/index.js';
+import { migrate } from '../../src/db/migrator.js';
 
 /** The admin URL of the test server, or undefined when PostgreSQL tests are off. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
@@ -36,4 +39,19 @@ export async function freshDatabase(): Promise<FreshDatabase> {
     drop: () =>
       admin((c) => c.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
   };
+}
+
+/** Opens the database at `url` and applies every migration; throws if they fail. */
+export async function openMigrated(
+  url: string,
+  statementTimeoutMs = 60_000,
+): Promise<PostgresDatabase> {
+  const database = await openDatabase({ driver: 'postgres', url, poolMax: 10, statementTimeoutMs });
+  if (database.driver !== 'postgres') throw new Error('expected PostgreSQL');
+  const state = await migrate(database, MIGRATIONS);
+  if (state.status !== 'ok') {
+    await database.close();
+    throw new Error(`migrations failed: ${state.errorMessage}`);
+  }
+  return database;
 }

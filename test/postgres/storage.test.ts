@@ -11,32 +11,14 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { openDatabase, type PostgresDatabase } from '../../src/db/database.js';
-import { MIGRATIONS } from '../../src/db/migrations/index.js';
-import { migrate } from '../../src/db/migrator.js';
+import type { PostgresDatabase } from '../../src/db/database.js';
 import { CHUNK_BYTES, PostgresStorage } from '../../src/knowledge/storage/postgres-storage.js';
 import { tempDir } from '../helpers.js';
-import { freshDatabase, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
+import { freshDatabase, openMigrated, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
 
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
 const tooLarge = () => new Error('too large');
 const MiB = 1024 * 1024;
-
-async function openMigrated(url: string): Promise<PostgresDatabase> {
-  const database = await openDatabase({
-    driver: 'postgres',
-    url,
-    poolMax: 10,
-    statementTimeoutMs: 30_000,
-  });
-  if (database.driver !== 'postgres') throw new Error('expected PostgreSQL');
-  const state = await migrate(database, MIGRATIONS);
-  if (state.status !== 'ok') {
-    await database.close();
-    throw new Error(`migrations failed: ${state.errorMessage}`);
-  }
-  return database;
-}
 
 const scratchEntries = (dir: string) => (existsSync(dir) ? readdirSync(dir) : []);
 
@@ -49,7 +31,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresStorage', () => {
 
   beforeAll(async () => {
     fresh = await freshDatabase();
-    database = await openMigrated(fresh.url);
+    database = await openMigrated(fresh.url, 30_000);
     pool = database.pool;
   }, 60_000);
   afterAll(async () => {
@@ -261,7 +243,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresStorage', () => {
     url.pathname = `/${name}`;
     let icu: PostgresDatabase | undefined;
     try {
-      icu = await openMigrated(url.toString());
+      icu = await openMigrated(url.toString(), 30_000);
       const s = new PostgresStorage(icu.pool, scratchDir);
       // Under en-US, "Documents/…" and "documents-…" sort between "documents/" and "documents0".
       const keys = [

@@ -493,12 +493,11 @@ export class SqliteChunkStore implements ChunkStore {
   keywordSearch(query: string, filter: SearchFilter, limit: number): Candidate[] {
     const terms = chooseQueryTerms(query);
     if (terms.length === 0) return [];
-    const lexer = sharedLexer();
-    const phrases = lexer.lexemes(terms);
+    const phrases = sharedLexer().tokenize(terms);
     // A query word FTS5 splits in several tokens (or none) is a phrase query: FTS5 answers it.
     if (phrases.every((p) => p.length === 1)) {
       return this.keywordInProcess(
-        phrases.map((p) => lexer.idOf(p[0] ?? '')),
+        phrases.map((p) => p[0] ?? -1),
         filter,
         limit,
       );

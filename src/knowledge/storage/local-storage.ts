@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { receiveToScratch } from './receive.js';
-import type { FileStorage, PendingFile, StoredFile } from './storage.js';
+import { receivePending } from './receive.js';
+import type { FileStorage, PendingFile } from './storage.js';
 
 export class LocalStorage implements FileStorage {
   private readonly tmpDir: string;
@@ -31,31 +31,12 @@ export class LocalStorage implements FileStorage {
     return path;
   }
 
-  async receive(input: Readable, maxBytes: number, tooLarge: () => Error): Promise<PendingFile> {
-    const { tempPath, size, checksum, head } = await receiveToScratch(
-      this.tmpDir,
-      input,
-      maxBytes,
-      tooLarge,
-    );
-    let settled = false;
-    return {
-      size,
-      checksum,
-      head,
-      tempPath,
-      commit: async (key: string): Promise<StoredFile> => {
-        const target = this.localPath(key);
-        await mkdir(dirname(target), { recursive: true, mode: 0o700 });
-        await rename(tempPath, target);
-        settled = true;
-        return { key, size, checksum };
-      },
-      discard: async () => {
-        if (!settled) await rm(tempPath, { force: true });
-        settled = true;
-      },
-    };
+  receive(input: Readable, maxBytes: number, tooLarge: () => Error): Promise<PendingFile> {
+    return receivePending(this.tmpDir, input, maxBytes, tooLarge, async ({ tempPath }, key) => {
+      const target = this.localPath(key);
+      await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+      await rename(tempPath, target);
+    });
   }
 
   async writeFile(key: string, data: string | Uint8Array): Promise<void> {

@@ -27,8 +27,8 @@ import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type pg from 'pg';
 import { withTransaction } from '../../db/postgres.js';
-import { receiveToScratch } from './receive.js';
-import type { FileStorage, PendingFile, StoredFile } from './storage.js';
+import { receivePending } from './receive.js';
+import type { FileStorage, PendingFile } from './storage.js';
 
 /** Bytes per row of `aps_files_chunks`: also what one INSERT or SELECT holds in memory. */
 export const CHUNK_BYTES = 1024 * 1024;
@@ -138,35 +138,16 @@ export class PostgresStorage implements FileStorage {
     }
   }
 
-  async receive(input: Readable, maxBytes: number, tooLarge: () => Error): Promise<PendingFile> {
-    const { tempPath, size, checksum, head } = await receiveToScratch(
-      this.scratchDir,
-      input,
-      maxBytes,
-      tooLarge,
-    );
-    let settled = false;
-    return {
-      size,
-      checksum,
-      head,
-      tempPath,
-      commit: async (key: string): Promise<StoredFile> => {
-        checkKey(key);
-        if (settled) throw new Error('The received file was already committed or discarded');
-        await this.transaction('begin', (client) =>
-          this.store(client, key, readChunks(tempPath), size, checksum),
-        );
-        settled = true;
-        // The file is stored; a temporary file left behind is swept from the scratch directory.
-        await rm(tempPath, { force: true }).catch(() => undefined);
-        return { key, size, checksum };
-      },
-      discard: async () => {
-        if (!settled) await rm(tempPath, { force: true });
-        settled = true;
-      },
-    };
+  receive(input: Readable, maxBytes: number, tooLarge: () => Error): Promise<PendingFile> {
+    return receivePending(this.scratchDir, input, maxBytes, tooLarge, async (received, key) => {
+      checkKey(key);
+      const { tempPath, size, checksum } = received;
+      await this.transaction('begin', (client) =>
+        this.store(client, key, readChunks(tempPath), size, checksum),
+      );
+      // The file is stored; a temporary file left behind is swept from the scratch directory.
+      await rm(tempPath, { force: true }).catch(() => undefined);
+    });
   }
 
   async writeFile(key: string, data: string | Uint8Array): Promise<void> {

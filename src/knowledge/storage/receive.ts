@@ -8,6 +8,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { PendingFile } from './storage.js';
 
 /** Bytes kept from the start of an upload, for content sniffing. */
 const HEAD_BYTES = 4100;
@@ -55,4 +56,36 @@ export async function receiveToScratch(
     throw error;
   }
   return { tempPath, size, checksum: hash.digest('hex'), head: Buffer.concat(head) };
+}
+
+/**
+ * Receives an upload into `dir` (receiveToScratch) as a PendingFile: `commit` hands the temporary
+ * file to `place` (the driver's move into storage) once; `discard` deletes it, idempotent.
+ */
+export async function receivePending(
+  dir: string,
+  input: Readable,
+  maxBytes: number,
+  tooLarge: () => Error,
+  place: (received: Received, key: string) => Promise<void>,
+): Promise<PendingFile> {
+  const received = await receiveToScratch(dir, input, maxBytes, tooLarge);
+  const { tempPath, size, checksum, head } = received;
+  let settled = false;
+  return {
+    size,
+    checksum,
+    head,
+    tempPath,
+    commit: async (key: string) => {
+      if (settled) throw new Error('The received file was already committed or discarded');
+      await place(received, key);
+      settled = true;
+      return { key, size, checksum };
+    },
+    discard: async () => {
+      if (!settled) await rm(tempPath, { force: true });
+      settled = true;
+    },
+  };
 }
