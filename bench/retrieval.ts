@@ -51,8 +51,8 @@ import {
   scifactSet,
   type EvalSet,
 } from './retrieval/sets.js';
-import { buildFtsQuery } from '../src/knowledge/search/fts-query.js';
-import { SqliteChunkStore } from '../src/knowledge/search/sqlite-chunk-store.js';
+import { buildFtsQuery, FTS5_BM25 } from '../src/knowledge/search/sqlite/fts-query.js';
+import { SqliteChunkStore } from '../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { hnswRecall, startPostgres } from './retrieval/postgres.js';
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
 
@@ -301,7 +301,7 @@ async function runScale(n: number): Promise<void> {
       if (database.driver === 'sqlite') {
         // The baseline: FTS5 ranking the same queries by its own bm25() (rowids only).
         const fts5 = database.native.prepare(
-          `select rowid, bm25(knowledge_chunks_fts, 0, 0, 1.5, 2.0, 1.0) as s
+          `select rowid, ${FTS5_BM25} as s
            from knowledge_chunks_fts where knowledge_chunks_fts match ? order by s limit 100`,
         );
         const fts5Ms: number[] = [];

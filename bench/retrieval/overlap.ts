@@ -7,7 +7,7 @@
  *   (`porter unicode61 remove_diacritics 2`), i.e. what BM25 can actually match.
  */
 import SqliteDatabase from 'better-sqlite3';
-import { queryTerms, STOP_WORDS } from '../../src/knowledge/search/fts-query.js';
+import { queryTerms, STOP_WORDS } from '../../src/knowledge/search/query-terms.js';
 
 const VOWEL = /[aeiouy]/;
 

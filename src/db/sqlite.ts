@@ -6,9 +6,22 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
-import * as sqliteVec from 'sqlite-vec';
 import type { SqliteDatabase } from './database.js';
 import type { DB } from './schema.js';
+
+/**
+ * Databases made before migration 0008 hold sqlite-vec (`vec0`) virtual tables, and SQLite drops
+ * a virtual table only through its module: this stand-in, with no rows, lets 0008 drop them
+ * without the extension (it reads their vectors from the plain shadow tables).
+ */
+function registerInertVec0(native: BetterSqlite3.Database): void {
+  native.table('vec0', {
+    columns: ['unused'],
+    *rows() {
+      // No rows: nothing reads these tables; 0008 only drops them.
+    },
+  });
+}
 
 export function openSqlite(filename: string): SqliteDatabase {
   mkdirSync(dirname(filename), { recursive: true, mode: 0o700 });
@@ -17,7 +30,7 @@ export function openSqlite(filename: string): SqliteDatabase {
   native.pragma('synchronous = NORMAL');
   native.pragma('foreign_keys = ON');
   native.pragma('busy_timeout = 10000');
-  sqliteVec.load(native);
+  registerInertVec0(native);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: native }) });
 
   return {

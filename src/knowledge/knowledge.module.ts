@@ -13,7 +13,7 @@ import type { EmbeddingProvider } from './embeddings/provider.js';
 import { IndexingService } from './indexing.service.js';
 import { RetrievalService } from './retrieval.service.js';
 import type { ChunkStore } from './search/chunk-store.js';
-import { SqliteChunkStore } from './search/sqlite-chunk-store.js';
+import { SqliteChunkStore } from './search/sqlite/sqlite-chunk-store.js';
 import { LocalStorage } from './storage/local-storage.js';
 import type { FileStorage } from './storage/storage.js';
 
@@ -45,7 +45,7 @@ async function createStorage(
 
 async function createChunkStore(database: Database): Promise<ChunkStore> {
   if (database.driver === 'sqlite') return new SqliteChunkStore(database.native);
-  const { PostgresChunkStore } = await import('./search/postgres-chunk-store.js');
+  const { PostgresChunkStore } = await import('./search/postgres/postgres-chunk-store.js');
   return new PostgresChunkStore(database.pool);
 }
 

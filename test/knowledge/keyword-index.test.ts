@@ -11,9 +11,10 @@ import type { SqliteDatabase } from '../../src/db/database.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
-import { Fts5Lexer, FTS5_TOKENIZE } from '../../src/knowledge/search/fts5-lexer.js';
-import { buildFtsQuery, chooseQueryTerms } from '../../src/knowledge/search/fts-query.js';
-import { KeywordIndex } from '../../src/knowledge/search/keyword-index.js';
+import { Fts5Lexer, FTS5_TOKENIZE } from '../../src/knowledge/search/sqlite/fts5-lexer.js';
+import { chooseQueryTerms } from '../../src/knowledge/search/query-terms.js';
+import { buildFtsQuery } from '../../src/knowledge/search/sqlite/fts-query.js';
+import { KeywordIndex } from '../../src/knowledge/search/sqlite/keyword-index.js';
 
 interface Ranked {
   rowid: number;
@@ -331,7 +332,8 @@ describe('migration 0007 and the store on existing chunks', () => {
         contents.map((_, i) => [`c${i}`, 100 - 7 * i, `c${i}`]),
       );
 
-      const { SqliteChunkStore } = await import('../../src/knowledge/search/sqlite-chunk-store.js');
+      const { SqliteChunkStore } =
+        await import('../../src/knowledge/search/sqlite/sqlite-chunk-store.js');
       const store = new SqliteChunkStore(old.native);
       expect(
         store

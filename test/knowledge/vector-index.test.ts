@@ -6,8 +6,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
-import { Int8Matrix } from '../../src/knowledge/search/dot-kernel.js';
-import { VectorIndex, type IndexRow } from '../../src/knowledge/search/vector-index.js';
+import { Int8Matrix } from '../../src/knowledge/search/sqlite/dot-kernel.js';
+import { VectorIndex, type IndexRow } from '../../src/knowledge/search/sqlite/vector-index.js';
 import { createTestApp, type TestApp } from '../helpers.js';
 import { KnowledgeClient } from './helpers.js';
 
@@ -185,11 +185,10 @@ describe('the store and writes by another process', () => {
     const sqlite = a.ctx.database.driver === 'sqlite';
     const indexesOf = (app: TestApp) => {
       if (!sqlite) return [];
-      const store = (app.ctx.knowledge.retrieval as unknown as { store: object }).store as {
-        keyword: { index: object } | null;
-        indexes: Map<string, { index: object }>;
+      const { indexes } = (app.ctx.knowledge.retrieval as unknown as { store: object }).store as {
+        indexes: { keyword: { index: object } | null; vectors: Map<string, { index: object }> };
       };
-      return [store.keyword?.index, ...[...store.indexes.values()].map((l) => l.index)];
+      return [indexes.keyword?.index, ...[...indexes.vectors.values()].map((l) => l.index)];
     };
     const before = indexesOf(a);
     expect(before).toHaveLength(sqlite ? 2 : 0);

@@ -23,8 +23,8 @@ import type {
   SearchRequest,
 } from '../../src/knowledge/search/chunk-store.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
-import { PostgresChunkStore } from '../../src/knowledge/search/postgres-chunk-store.js';
-import { SqliteChunkStore } from '../../src/knowledge/search/sqlite-chunk-store.js';
+import { PostgresChunkStore } from '../../src/knowledge/search/postgres/postgres-chunk-store.js';
+import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
 import { freshDatabase, openMigrated, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
 

@@ -9,7 +9,8 @@ import {
   type FusionOptions,
 } from '../../src/knowledge/fusion.js';
 import type { Candidate } from '../../src/knowledge/search/chunk-store.js';
-import { buildFtsQuery, queryTerms } from '../../src/knowledge/search/fts-query.js';
+import { queryTerms } from '../../src/knowledge/search/query-terms.js';
+import { buildFtsQuery } from '../../src/knowledge/search/sqlite/fts-query.js';
 
 /** Raw BM25 in [0, 200] (two decimals) as FTS5 reports it, often near the calibration's half. */
 const bm25 = fc.oneof(

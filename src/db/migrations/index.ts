@@ -7,6 +7,7 @@ import * as m0004 from './0004_jobs.js';
 import * as m0005 from './0005_files.js';
 import * as m0006 from './0006_search_generation.js';
 import * as m0007 from './0007_search_changes.js';
+import * as m0008 from './0008_plain_vector_tables.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   { name: '0001_auth', up: m0001.up },
@@ -16,4 +17,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0005_files', up: m0005.up },
   { name: '0006_search_generation', up: m0006.up },
   { name: '0007_search_changes', up: m0007.up },
+  { name: '0008_plain_vector_tables', up: m0008.up },
 ];

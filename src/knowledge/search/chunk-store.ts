@@ -1,8 +1,11 @@
 /**
- * Where chunks, their vectors and their keyword index live, written together in one transaction.
- * SQLite: rows + FTS5 + sqlite-vec; PostgreSQL (later): rows + tsvector + pgvector.
+ * Where chunks, their vectors and their keyword index live, written together in one transaction:
+ * the interface both engines implement, and what they share. SQLite (sqlite/): chunk rows, an FTS5
+ * table and vector tables, searched through in-process copies. PostgreSQL (postgres/): chunk
+ * rows, a tsvector table with BM25 statistics, and pgvector tables with HNSW indexes.
  */
-import type { ChunkRow, DocumentRow } from '../../db/schema.js';
+import { createHash } from 'node:crypto';
+import type { ChunkRow, DocumentRow, KnowledgeDocumentsTable } from '../../db/schema.js';
 
 /**
  * SQL condition (documents aliased `d`) of the documents whose chunks are searched: indexed ones,
@@ -49,6 +52,51 @@ export interface IndexCommit {
   document: Pick<DocumentRow, 'markdown_path' | 'converter_command' | 'converter_meta'>;
 }
 
+/**
+ * What a committed run writes to its document row, in the transaction that swaps its chunks:
+ * `indexing → indexed` (see documents.repository.ts), and `version` grows by one. One column list
+ * for both stores.
+ */
+export function indexedDocument(
+  commit: IndexCommit,
+  now: string,
+): [column: keyof KnowledgeDocumentsTable, value: string | null][] {
+  return [
+    ['status', 'indexed'],
+    ['markdown_path', commit.document.markdown_path],
+    ['converter_command', commit.document.converter_command],
+    ['converter_meta', commit.document.converter_meta],
+    ['error_message', null],
+    ['embedding_model', commit.model],
+    ['index_token', null],
+    ['updated_at', now],
+  ];
+}
+
+/** The update of indexedDocument, with the dialect's parameter placeholder for the n-th value. */
+export function markIndexedSql(
+  commit: IndexCommit,
+  now: string,
+  placeholder: (n: number) => string,
+): { sql: string; params: (string | null)[] } {
+  const columns = indexedDocument(commit, now);
+  const sets = columns.map(([column], i) => `${column} = ${placeholder(i + 1)}`).join(', ');
+  return {
+    sql: `update knowledge_documents set version = version + 1, ${sets}
+      where id = ${placeholder(columns.length + 1)}`,
+    params: [...columns.map(([, value]) => value), commit.documentId],
+  };
+}
+
+/**
+ * The name of the vector table of a (model, dimensions), the same on both engines; tables are
+ * listed in `knowledge_vector_tables`.
+ */
+export function vectorTableName(model: string, dimensions: number): string {
+  const key = `${model}\u0000${dimensions}`;
+  return `knowledge_vec_${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
+}
+
 /** A chunk joined with its document, as retrieval returns it. */
 export type ChunkHit = ChunkRow & {
   document_name: string;
@@ -90,6 +138,8 @@ export interface ChunkStore {
   /**
    * Gathers the evidence, ranks it and loads the ranked chunks, all from one consistent snapshot
    * (no re-index commit lands in between). Chunks deleted meanwhile are left out.
+   * Ranking is called back inside the store because it must run inside that one read snapshot,
+   * and better-sqlite3 transactions are synchronous.
    */
   search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]>;
   /**

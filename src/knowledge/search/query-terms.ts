@@ -1,6 +1,6 @@
 /**
- * Builds an FTS5 MATCH expression from free text. Every term is quoted, so no user input can be
- * read as FTS5 syntax (operators, column filters, unbalanced quotes): the query never throws.
+ * The words of a query that keyword search looks for, chosen the same way by both engines.
+ * User text never reaches either engine as syntax: each engine quotes the chosen words itself.
  */
 
 /** Common English function words: they match nearly every passage and only add noise to BM25. */
@@ -27,11 +27,4 @@ export function chooseQueryTerms(text: string, maxTerms = 64): string[] {
   const terms = [...new Set(queryTerms(text))];
   const content = terms.filter((t) => !STOP_WORDS.has(t));
   return (content.length > 0 ? content : terms).slice(0, maxTerms);
-}
-
-/** OR of the chosen query terms, each quoted. Returns null when the text has no word at all. */
-export function buildFtsQuery(text: string, maxTerms = 64): string | null {
-  const chosen = chooseQueryTerms(text, maxTerms);
-  if (chosen.length === 0) return null;
-  return chosen.map((t) => `"${t}"`).join(' OR ');
 }

@@ -261,3 +261,10 @@ export class Fts5Lexer {
     return this.tokenize(texts).map((ids) => Array.from(ids, (id) => this.lexeme(id)));
   }
 }
+
+let shared: Fts5Lexer | undefined;
+
+/** The process's lexer (its own in-memory SQLite), made on first use. */
+export function sharedLexer(): Fts5Lexer {
+  return (shared ??= new Fts5Lexer());
+}

@@ -1,17 +1,16 @@
 /**
- * An in-process exact vector index of one sqlite-vec table: the table's vectors, normalised, in
- * a float32 matrix (exact cosine) and an int8 copy scanned by a WebAssembly SIMD kernel (the
- * first pass). A search scans the int8 rows, re-scores the best `limit × OVERSAMPLE` candidates
- * exactly in float32 and returns the top `limit` by exact cosine: 100k × 100-d in ~1–2 ms
- * instead of sqlite-vec's ~35 ms brute-force float scan.
+ * An in-process exact vector index of one vector table (one model): the table's vectors,
+ * normalised, in a float32 matrix (exact cosine) and an int8 copy scanned by a WebAssembly SIMD
+ * kernel (the first pass). A search scans the int8 rows, re-scores the best `limit × OVERSAMPLE`
+ * candidates exactly in float32 and returns the top `limit` by exact cosine: 100k × 100-d in
+ * ~1–2 ms.
  *
- * The SQLite tables stay the source of truth: the store keeps the index in sync with its own
- * writes and reloads it when another connection or process changed the chunks (see
- * SqliteChunkStore: a generation counter bumped by triggers on knowledge_chunks).
+ * The SQLite table stays the source of truth; search-indexes.ts loads this copy and keeps it
+ * current.
  */
 import { Int8Matrix } from './dot-kernel.js';
 import { TopK } from './top-k.js';
-import type { DocumentCandidate, SearchFilter } from './chunk-store.js';
+import type { DocumentCandidate, SearchFilter } from '../chunk-store.js';
 
 /**
  * Candidates re-scored exactly per result wanted (at least MIN_RESCORED). The int8 pass keeps

@@ -4,26 +4,23 @@
  * (~0.8 µs each, ~25 ms for a common query word at 100k chunks); this index scores the same
  * postings from typed arrays in well under a millisecond.
  *
- * Scores are FTS5's, term for term (see fts5_aux.c, fts5Bm25Function):
- *   idf(t)   = ln((N − n(t) + 0.5) / (n(t) + 0.5)), 1e-6 when not positive
- *   score(r) = Σ over the query phrases, in order: idf · f·(k1 + 1) / (f + k1·(1 − b + b·D/avgD))
- * with k1 1.2, b 0.75, N the rows, n(t) the rows containing t, f the column-weighted count of t
- * in the row, D the row's tokens in all columns and avgD the mean of D. Lexemes are the ids of
- * one Fts5Lexer, so they are FTS5's own.
+ * Scores are FTS5's, term for term (../bm25.ts), summed over the query phrases in order.
+ * Lexemes are the ids of one Fts5Lexer, so they are FTS5's own.
  *
  * The FTS5 table stays the source of truth; the chunk store loads this index from it and keeps
  * it in step (like the vector index).
  */
-import type { DocumentCandidate, SearchFilter } from './chunk-store.js';
+import { B, COLUMN_WEIGHTS, idf as idfOf, K1 } from '../bm25.js';
+import type { DocumentCandidate, SearchFilter } from '../chunk-store.js';
 import { TopK } from './top-k.js';
 
-/** bm25() weights of the indexed columns: document_name, section_path, content. */
-export const COLUMN_WEIGHTS = [1.5, 2.0, 1.0] as const;
-/** The same weights doubled: integers, so a row's weighted count fits a Uint16. */
-const DOUBLED_WEIGHTS = COLUMN_WEIGHTS.map((w) => w * 2);
-
-const K1 = 1.2;
-const B = 0.75;
+/**
+ * The bm25() weights of the indexed columns (document_name, section_path, content) doubled:
+ * integers, so a row's weighted count fits a Uint16.
+ */
+const DOUBLED_WEIGHTS = [COLUMN_WEIGHTS.name, COLUMN_WEIGHTS.section, COLUMN_WEIGHTS.content].map(
+  (w) => w * 2,
+);
 
 export interface KeywordRow {
   rowid: number;
@@ -274,8 +271,7 @@ export class KeywordIndex {
       let hits = 0;
       for (let i = 0; i < length; i++) hits += alive[rows[i] as number] as number;
       if (hits === 0) continue;
-      const raw = Math.log((n - hits + 0.5) / (hits + 0.5));
-      const idf = raw <= 0 ? 1e-6 : raw;
+      const idf = idfOf(n, hits);
       for (let i = 0; i < length; i++) {
         const r = rows[i] as number;
         if (alive[r] !== 1) continue;

@@ -1,0 +1,239 @@
+/**
+ * ChunkStore on PostgreSQL: chunk rows, a tsvector keyword table scored with FTS5's BM25
+ * (keyword-rows.ts, keyword-search.ts) and pgvector tables with HNSW indexes (vector-tables.ts),
+ * written together in one transaction; every search reads one REPEATABLE READ snapshot.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { withTransaction } from '../../../db/postgres.js';
+import type { ChunkRow } from '../../../db/schema.js';
+import {
+  markIndexedSql,
+  type ChunkHit,
+  type ChunkStore,
+  type IndexCommit,
+  type RankedHit,
+  type Ranking,
+  type SearchRequest,
+} from '../chunk-store.js';
+import { inRankOrder, rankEvidence } from '../ranked.js';
+import { parseVector } from './encoding.js';
+import { deleteKeywordRows, keywordRows, updateStatistics, type Removed } from './keyword-rows.js';
+import { KeywordSearch } from './keyword-search.js';
+import { VectorTables } from './vector-tables.js';
+import { keywordQueryWords, Stemmer } from './words.js';
+
+/** Chunks written per statement by commitIndex. */
+const INSERT_BATCH = 1000;
+
+export class PostgresChunkStore implements ChunkStore {
+  private readonly vectors: VectorTables;
+  private readonly keyword: KeywordSearch;
+  private readonly stemmer = new Stemmer();
+
+  constructor(
+    private readonly pool: Pool,
+    options: {
+      /** Scopes of up to this many chunks are searched exactly (default 10,000). */
+      exactSearchMax?: number;
+      /** Postings a MaxScore round takes at most (default 5,000); tests force rounds with 1. */
+      roundPostings?: number;
+    } = {},
+  ) {
+    this.vectors = new VectorTables(pool, options.exactSearchMax);
+    this.keyword = new KeywordSearch(options.roundPostings);
+  }
+
+  private transaction<T>(begin: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    return withTransaction(this.pool, begin, fn);
+  }
+
+  // --- writing ----------------------------------------------------------------------------------
+
+  /** Deletes the document's chunks and their index rows (vectors of every model). */
+  private async deleteChunks(client: PoolClient, documentId: string): Promise<Removed> {
+    const removed = await deleteKeywordRows(client, documentId);
+    for (const table of await this.vectors.all(client)) {
+      await client.query(`delete from ${table} where document_id = $1`, [documentId]);
+    }
+    await client.query('delete from knowledge_chunks where document_id = $1', [documentId]);
+    return removed;
+  }
+
+  async commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'> {
+    const features = await this.vectors.loadFeatures();
+    try {
+      return await this.transaction('begin', async (client) => {
+        const doc = (
+          await client.query<{ name: string; project_key: string }>(
+            `select name, project_key from knowledge_documents
+             where id = $1 and index_token = $2 for update`,
+            [commit.documentId, commit.indexToken],
+          )
+        ).rows[0];
+        if (doc === undefined) return 'discarded';
+        const table = await this.vectors.table(client, commit.model, commit.dimensions, true);
+        if (table === null) throw new Error('the vector table was not created');
+        const removed = await this.deleteChunks(client, commit.documentId);
+        const now = new Date().toISOString();
+        const chunks = commit.chunks;
+        const { terms, tokenCounts } = await keywordRows(client, this.stemmer, doc.name, chunks);
+        // In batches: every statement stays well inside the statement timeout (inserting into the
+        // HNSW index takes a few milliseconds per vector).
+        for (let from = 0; from < chunks.length; from += INSERT_BATCH) {
+          const batch = chunks.slice(from, from + INSERT_BATCH);
+          const ids = batch.map((c) => c.id);
+          await client.query(
+            `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content,
+               token_estimate, metadata, embedding_model, embedding_dimensions, content_hash, created_at)
+             select t.id, $2, t.chunk_index, t.section_path, t.page, t.content, t.token_estimate,
+               t.metadata, $3, $4, t.content_hash, $5
+             from unnest($1::text[], $6::int[], $7::text[], $8::int[], $9::text[], $10::int[],
+               $11::text[], $12::text[])
+               as t(id, chunk_index, section_path, page, content, token_estimate, metadata, content_hash)`,
+            [
+              ids,
+              commit.documentId,
+              commit.model,
+              commit.dimensions,
+              now,
+              batch.map((c) => c.chunkIndex),
+              batch.map((c) => c.sectionPath),
+              batch.map((c) => c.page),
+              batch.map((c) => c.content),
+              batch.map((c) => c.tokenEstimate),
+              batch.map((c) => JSON.stringify(c.metadata)),
+              batch.map((c) => c.contentHash),
+            ],
+          );
+          await client.query(
+            `insert into knowledge_chunks_fts (chunk_id, document_id, project_key, token_count, terms)
+             select t.id, $2, $3, t.token_count, t.terms
+             from unnest($1::text[], $4::int[], $5::tsvector[]) as t(id, token_count, terms)`,
+            [
+              ids,
+              commit.documentId,
+              doc.project_key,
+              tokenCounts.slice(from, from + INSERT_BATCH),
+              terms.slice(from, from + INSERT_BATCH),
+            ],
+          );
+          await this.vectors.insert(client, features, table, {
+            ids,
+            documentId: commit.documentId,
+            projectKey: doc.project_key,
+            vectors: batch.map((c) => c.vector),
+          });
+        }
+        const update = markIndexedSql(commit, now, (n) => `$${n}`);
+        await client.query(update.sql, update.params);
+        await updateStatistics(client, commit.documentId, removed, {
+          chunks: chunks.length,
+          tokens: tokenCounts.reduce((a, b) => a + b, 0),
+        });
+        return 'committed';
+      });
+    } catch (error) {
+      this.vectors.forget(); // e.g. pgvector re-created with another type oid
+      throw error;
+    }
+  }
+
+  async deleteDocument(documentId: string): Promise<boolean> {
+    return this.transaction('begin', async (client) => {
+      const found = await client.query(
+        'select 1 from knowledge_documents where id = $1 for update',
+        [documentId],
+      );
+      if (found.rowCount === 0) return false;
+      const removed = await this.deleteChunks(client, documentId);
+      await client.query('delete from knowledge_documents where id = $1', [documentId]);
+      await updateStatistics(client, documentId, removed, { chunks: 0, tokens: 0 });
+      return true;
+    });
+  }
+
+  // --- reading ----------------------------------------------------------------------------------
+
+  async listChunks(documentId: string): Promise<ChunkRow[]> {
+    const { rows } = await this.pool.query<ChunkRow>(
+      'select * from knowledge_chunks where document_id = $1 order by chunk_index',
+      [documentId],
+    );
+    return rows;
+  }
+
+  async cachedVectors(
+    model: string,
+    dimensions: number,
+    hashes: string[],
+  ): Promise<Map<string, Float32Array>> {
+    const result = new Map<string, Float32Array>();
+    if (hashes.length === 0) return result;
+    const table = await this.vectors.table(this.pool, model, dimensions, false);
+    if (table === null) return result;
+    // One vector per hash, of its smallest chunk id (as on SQLite).
+    const { rows } = await this.pool.query<{ hash: string; embedding: string }>(
+      `select distinct on (c.content_hash) c.content_hash as hash, v.embedding::text as embedding
+       from knowledge_chunks c join ${table.name} v on v.chunk_id = c.id
+       where c.embedding_model = $1 and c.embedding_dimensions = $2
+         and c.content_hash = any($3::text[])
+       order by c.content_hash, c.id`,
+      [model, dimensions, hashes],
+    );
+    for (const row of rows) result.set(row.hash, parseVector(row.embedding));
+    return result;
+  }
+
+  /** Searches run in the database: nothing to load. */
+  warm(): Promise<number> {
+    return Promise.resolve(0);
+  }
+
+  async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
+    const { text, vector, model, filter, limit } = request;
+    const words = text === null ? [] : keywordQueryWords(text);
+    // One snapshot for the evidence and the rows: no commit lands in between.
+    let begin = 'begin isolation level repeatable read read only';
+    if (vector !== null) {
+      begin += this.vectors.searchSettings(await this.vectors.loadFeatures(), limit);
+    }
+    return this.transaction(begin, async (client) => {
+      const keyword =
+        words.length === 0 ? [] : await this.keyword.search(client, words, filter, limit);
+      const table =
+        vector === null ? null : await this.vectors.table(client, model, vector.length, false);
+      const semantic =
+        vector === null || table === null
+          ? []
+          : await this.vectors.search(client, table, vector, filter, limit);
+      const cosine =
+        vector === null || table === null
+          ? new Map<string, number>()
+          : await this.vectors.similarities(
+              client,
+              table,
+              vector,
+              keyword.map((k) => k.chunkId),
+            );
+      const top = rankEvidence({ keyword, semantic, cosine }, rank);
+      return inRankOrder(
+        top,
+        await this.hits(
+          client,
+          top.map((c) => c.chunkId),
+        ),
+      );
+    });
+  }
+
+  private async hits(client: PoolClient, chunkIds: string[]): Promise<ChunkHit[]> {
+    if (chunkIds.length === 0) return [];
+    const { rows } = await client.query<ChunkHit>(
+      `select c.*, d.name as document_name, d.project_id as project_id, d.source as source
+       from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+       where c.id = any($1::text[])`,
+      [chunkIds],
+    );
+    return rows;
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * The in-process copies of SQLite's search tables, and how they stay current: an inverted index
+ * of the FTS5 table (keyword-index.ts) and a vector index per vector table (vector-index.ts).
+ *
+ * The tables stay the source of truth. A copy is loaded on first use (or at start-up, `warm`)
+ * and records the chunk generation it reflects: a counter that triggers on knowledge_chunks bump
+ * on every change (migration 0006), next to a per-document log of the generation of its last
+ * change (0007). The store applies its own commits and deletes to the copies directly; when the
+ * counter shows a write this process did not apply (another process, e.g. `aps reindex`), the
+ * next search first reloads just the documents changed since the copy's generation.
+ */
+import type { NewChunk } from '../chunk-store.js';
+import { sharedLexer } from './fts5-lexer.js';
+import { KeywordIndex, type KeywordRow } from './keyword-index.js';
+import type { Statements } from './statements.js';
+import { VectorIndex, type IndexRow } from './vector-index.js';
+import { asFloat32 } from './vector-tables.js';
+
+/** An in-process copy of an index and the chunk generation it reflects. */
+interface Loaded<T> {
+  index: T;
+  generation: number;
+}
+
+/** A keyword row as read from the FTS5 table or written to it, before tokenizing. */
+type KeywordText = [
+  rowid: number,
+  chunkId: string,
+  documentId: string,
+  projectId: string | null,
+  name: string,
+  section: string,
+  content: string,
+];
+
+/** The lexemes of a chunk's section path and content. */
+export type ChunkLexemes = [section: Int32Array, content: Int32Array];
+
+/** What a committed write added, to apply to the loaded copies. */
+export interface AddedRows {
+  /** The vector table written to, and its rows. */
+  table: string;
+  vectors: IndexRow[];
+  /** The keyword rows, made only if the keyword copy is loaded and current. */
+  keyword: () => KeywordRow[];
+}
+
+/** Rows read per batch when a copy is loaded. */
+const LOAD_BATCH = 2048;
+/** Chunks tokenized per slice by tokenizeChunks (~0.25 MB of text, a few milliseconds). */
+const TOKENIZE_SLICE = 256;
+
+const NONE = new Int32Array(0);
+
+/** The section path and content lexemes of each chunk, in one lexer batch. */
+export function tokenizeChunksNow(chunks: readonly NewChunk[]): ChunkLexemes[] {
+  const ids = sharedLexer().tokenize(chunks.flatMap((c) => [c.sectionPath, c.content]));
+  return chunks.map((_, i) => [ids[2 * i] ?? NONE, ids[2 * i + 1] ?? NONE]);
+}
+
+/** tokenizeChunksNow in slices, yielding to the event loop between them. */
+export async function tokenizeChunks(chunks: readonly NewChunk[]): Promise<ChunkLexemes[]> {
+  const out: ChunkLexemes[] = [];
+  for (let i = 0; i < chunks.length; i += TOKENIZE_SLICE) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    out.push(...tokenizeChunksNow(chunks.slice(i, i + TOKENIZE_SLICE)));
+  }
+  return out;
+}
+
+/** Tokenizes FTS5 rows into keyword index rows, in one lexer batch. */
+function keywordRows(texts: readonly KeywordText[]): KeywordRow[] {
+  const ids = sharedLexer().tokenize(texts.flatMap((t) => [t[4], t[5], t[6]]));
+  return texts.map(([rowid, chunkId, documentId, projectId], i) => ({
+    rowid,
+    chunkId,
+    documentId,
+    projectId,
+    columns: [ids[3 * i] ?? NONE, ids[3 * i + 1] ?? NONE, ids[3 * i + 2] ?? NONE],
+  }));
+}
+
+/** The rows in batches of LOAD_BATCH. */
+function* batches<T>(rows: Iterable<T>): Generator<T[]> {
+  let batch: T[] = [];
+  for (const row of rows) {
+    batch.push(row);
+    if (batch.length === LOAD_BATCH) {
+      yield batch;
+      batch = [];
+    }
+  }
+  yield batch;
+}
+
+const KEYWORD_SELECT = `select c.fts_rowid, c.id, c.document_id, d.project_id, f.document_name,
+    f.section_path, f.content
+  from knowledge_chunks c join knowledge_chunks_fts f on f.rowid = c.fts_rowid
+  left join knowledge_documents d on d.id = c.document_id`;
+
+export class SearchIndexes {
+  /** Vector copies by table name. */
+  private readonly vectors = new Map<string, Loaded<VectorIndex>>();
+  private keyword: Loaded<KeywordIndex> | null = null;
+
+  constructor(private readonly statement: Statements) {}
+
+  /** The chunk generation (migration 0006): bumped by every change to knowledge_chunks. */
+  generation(): number {
+    return this.statement('select generation from knowledge_search_generation where id = 1')
+      .pluck()
+      .get() as number;
+  }
+
+  /** Whether the keyword copy is loaded: a commit then tokenizes its chunks ahead. */
+  get keywordLoaded(): boolean {
+    return this.keyword !== null;
+  }
+
+  /** The documents whose chunks changed after `generation` (migration 0007's change log). */
+  private changedSince(generation: number): string[] {
+    return this.statement(
+      'select document_id from knowledge_search_changes where generation > ? order by document_id',
+    )
+      .pluck()
+      .all(generation) as string[];
+  }
+
+  /** The vector copy of a table, current as of this transaction's snapshot. */
+  vectorIndex(table: string, dimensions: number): VectorIndex {
+    const generation = this.generation();
+    const loaded = this.vectors.get(table);
+    if (loaded?.generation === generation) return loaded.index;
+    if (loaded !== undefined) {
+      const changed = this.changedSince(loaded.generation);
+      for (const documentId of changed) loaded.index.deleteDocument(documentId);
+      this.addVectors(
+        loaded.index,
+        `select v.chunk_id, v.embedding, v.document_id, v.project_key
+         from knowledge_chunks c join ${table} v on v.chunk_id = c.id
+         where c.document_id in (select value from json_each(?))`,
+        [JSON.stringify(changed)],
+      );
+      loaded.generation = generation;
+      return loaded.index;
+    }
+    const index = new VectorIndex(dimensions);
+    this.addVectors(
+      index,
+      `select chunk_id, embedding, document_id, project_key from ${table}`,
+      [],
+    );
+    this.vectors.set(table, { index, generation });
+    return index;
+  }
+
+  /** Adds the rows a query gives (chunk id, embedding, document id, project key) to a copy. */
+  private addVectors(index: VectorIndex, sql: string, params: unknown[]): void {
+    const rows = this.statement(sql)
+      .raw()
+      .iterate(...params) as IterableIterator<[string, Buffer, string, string]>;
+    for (const batch of batches(rows)) {
+      index.add(
+        batch.map(([chunkId, embedding, documentId, projectKey]) => ({
+          chunkId,
+          documentId,
+          projectKey,
+          vector: asFloat32(embedding),
+        })),
+      );
+    }
+  }
+
+  /** The keyword copy, current as of this transaction's snapshot (as vectorIndex). */
+  keywordIndex(): KeywordIndex {
+    const generation = this.generation();
+    const loaded = this.keyword;
+    if (loaded?.generation === generation) return loaded.index;
+    if (loaded !== null) {
+      const changed = this.changedSince(loaded.generation);
+      for (const documentId of changed) loaded.index.deleteDocument(documentId);
+      // Rows written after the copy's generation have higher rowids than every row it keeps.
+      this.addKeywordRows(
+        loaded.index,
+        `${KEYWORD_SELECT} where c.document_id in (select value from json_each(?))
+         order by c.fts_rowid`,
+        [JSON.stringify(changed)],
+      );
+      loaded.generation = generation;
+      return loaded.index;
+    }
+    const index = new KeywordIndex();
+    this.addKeywordRows(index, `${KEYWORD_SELECT} order by c.fts_rowid`, []);
+    index.trim();
+    this.keyword = { index, generation };
+    return index;
+  }
+
+  /** Tokenizes and adds the keyword rows a query gives (see KeywordText). */
+  private addKeywordRows(index: KeywordIndex, sql: string, params: unknown[]): void {
+    const rows = this.statement(sql)
+      .raw()
+      .iterate(...params) as IterableIterator<KeywordText>;
+    for (const batch of batches(rows)) index.add(keywordRows(batch));
+  }
+
+  /**
+   * After a committed write of one document that moved the generation from `before` to
+   * `after`: applies the same change to the copies that were current at `before`. The others
+   * (behind another process's writes) catch up on their next search, this write included.
+   */
+  applyWrite(before: number, after: number, documentId: string, added?: AddedRows): void {
+    const keyword = this.keyword;
+    if (keyword?.generation === before) {
+      keyword.index.deleteDocument(documentId);
+      if (added !== undefined) keyword.index.add(added.keyword());
+      keyword.generation = after;
+    }
+    for (const [table, loaded] of this.vectors) {
+      if (loaded.generation !== before) continue;
+      loaded.index.deleteDocument(documentId);
+      if (added?.table === table) loaded.index.add(added.vectors);
+      loaded.generation = after;
+    }
+  }
+}

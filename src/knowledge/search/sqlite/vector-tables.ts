@@ -1,0 +1,73 @@
+/**
+ * Where SQLite keeps vectors: a plain table per (model, dimensions), listed in
+ * `knowledge_vector_tables` and created on first use, with a row per chunk (the chunk's id,
+ * document and project key, and its float32 vector as a BLOB). The in-process vector index
+ * (vector-index.ts) answers every search; the table is what it loads from.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { vectorTableName } from '../chunk-store.js';
+
+/** The DDL of a vector table (the same as migration 0008's, which moved older vectors here). */
+export function vectorTableDdl(table: string): string {
+  return `create table if not exists ${table} (
+    chunk_id text primary key references knowledge_chunks (id) on delete cascade,
+    document_id text not null,
+    project_key text not null,
+    embedding blob not null
+  )`;
+}
+
+/** A float32 view of a vector blob; copied when asked or when the bytes are not 4-aligned. */
+export function asFloat32(blob: Buffer, copy = false): Float32Array {
+  if (copy || blob.byteOffset % 4 !== 0) return new Float32Array(new Uint8Array(blob).buffer);
+  return new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4);
+}
+
+/** The registry of vector tables, cached by (model, dimensions). */
+export class VectorTables {
+  private readonly names = new Map<string, string>();
+
+  constructor(private readonly db: BetterSqlite3.Database) {}
+
+  /** The table of a (model, dimensions), or null when none was made yet. */
+  find(model: string, dimensions: number): string | null {
+    const key = `${model}\u0000${dimensions}`;
+    const cached = this.names.get(key);
+    if (cached !== undefined) return cached;
+    const table = this.db
+      .prepare('select table_name from knowledge_vector_tables where model = ? and dimensions = ?')
+      .pluck()
+      .get(model, dimensions) as string | undefined;
+    if (table !== undefined) this.names.set(key, table);
+    return table ?? null;
+  }
+
+  /** The table of a (model, dimensions), made and registered when missing. */
+  ensure(model: string, dimensions: number): string {
+    const found = this.find(model, dimensions);
+    if (found !== null) return found;
+    const table = vectorTableName(model, dimensions);
+    this.db.exec(vectorTableDdl(table));
+    this.db
+      .prepare(
+        'insert into knowledge_vector_tables (model, dimensions, table_name) values (?, ?, ?)',
+      )
+      .run(model, dimensions, table);
+    this.names.set(`${model}\u0000${dimensions}`, table);
+    return table;
+  }
+
+  /** The tables of a model (one per dimensions it was used with). */
+  ofModel(model: string): { table: string; dimensions: number }[] {
+    return this.db
+      .prepare(
+        'select table_name as "table", dimensions from knowledge_vector_tables where model = ?',
+      )
+      .all(model) as { table: string; dimensions: number }[];
+  }
+
+  /** Forgets the cache: a table created in a transaction that rolled back is gone again. */
+  forget(): void {
+    this.names.clear();
+  }
+}
