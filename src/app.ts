@@ -7,13 +7,13 @@ import cors from '@fastify/cors';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { registerGuard } from './auth/auth.guard.js';
 import { authRoutes } from './auth/auth.routes.js';
 import type { AppContext } from './context.js';
 import { AppError } from './errors.js';
 import { healthRoutes } from './health/health.routes.js';
 import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
-import { registerGuard } from './http/guard.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import './http/route-config.js';
 

@@ -2,8 +2,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../http/schemas.js';
-import { actorOf } from '../http/route-config.js';
 import type { ApiKeyService } from './api-key.service.js';
+import { actorOf } from './auth.guard.js';
 import {
   ApiKeyRecordSchema,
   CreateApiKeySchema,

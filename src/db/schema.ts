@@ -1,4 +1,8 @@
-/** The typed database schema Kysely checks every query against. Timestamps are ISO-8601 UTC text. */
+/**
+ * Every table, typed: `DB` (both dialects) is what Kysely checks queries against; the dialect-only
+ * tables below it are queried with raw SQL by their modules. Timestamps of `DB` tables are
+ * ISO-8601 UTC text; the PostgreSQL-only tables use timestamptz.
+ */
 import type { Kysely, Selectable } from 'kysely';
 
 export type AgentLevel = 'L0' | 'L1' | 'L2';
@@ -90,14 +94,28 @@ export interface KnowledgeChunksTable {
   /** sha256 of the embedded text (section trail + content): with the model, the embedding-cache key. */
   content_hash: string;
   created_at: string;
+  /** SQLite only (migration 0007): the chunk's row in knowledge_chunks_fts. */
+  fts_rowid?: number | null;
 }
 
-export interface EmbeddingCacheTable {
+/** The vector table of each (model, dimensions) in use (tables are made on first use). */
+export interface KnowledgeVectorTablesTable {
   model: string;
-  content_hash: string;
-  /** Float32 little-endian bytes. */
-  vector: Uint8Array;
-  created_at: string;
+  dimensions: number;
+  table_name: string;
+}
+
+/**
+ * A vector table (`knowledge_vec_<hash>`, one per model and dimensions; see
+ * knowledge_vector_tables): a row per chunk embedded with that model, deleted with its chunk.
+ */
+export interface KnowledgeVectorTable {
+  chunk_id: string;
+  document_id: string;
+  /** The document's `project_key`, so that scope filters need no join. */
+  project_key: string;
+  /** SQLite: float32 little-endian BLOB. PostgreSQL: pgvector `vector`, as text when read. */
+  embedding: Uint8Array | string;
 }
 
 export interface DB {
@@ -107,6 +125,124 @@ export interface DB {
   audit_log: AuditLogTable;
   knowledge_documents: KnowledgeDocumentsTable;
   knowledge_chunks: KnowledgeChunksTable;
+  knowledge_vector_tables: KnowledgeVectorTablesTable;
+}
+
+// --- SQLite only: the search tables the in-process indexes load from (raw SQL in search/sqlite/)
+
+/**
+ * FTS5 virtual table `knowledge_chunks_fts` (porter unicode61): a row per chunk, `rowid` recorded
+ * in knowledge_chunks.fts_rowid. `chunk_id` and `document_id` are stored, not indexed.
+ */
+export interface Fts5ChunksTable {
+  rowid: number;
+  chunk_id: string;
+  document_id: string;
+  document_name: string;
+  section_path: string;
+  content: string;
+}
+
+/** One row (id 1): bumped by triggers on every change to knowledge_chunks (migration 0006). */
+export interface SearchGenerationTable {
+  id: number;
+  generation: number;
+}
+
+/** Per document, the generation of the last change to its chunks (triggers, migration 0007). */
+export interface SearchChangesTable {
+  document_id: string;
+  generation: number;
+}
+
+export interface SqliteOnlyTables {
+  knowledge_chunks_fts: Fts5ChunksTable;
+  knowledge_search_generation: SearchGenerationTable;
+  knowledge_search_changes: SearchChangesTable;
+}
+
+// --- PostgreSQL only: keyword index, job queue, file storage (raw SQL in their modules) -------
+
+/** `knowledge_chunks_fts` on PostgreSQL: a row per chunk with its weighted lexemes. */
+export interface TsvectorChunksTable {
+  chunk_id: string;
+  document_id: string;
+  project_key: string;
+  /** BM25's D: the chunk's words in all columns. */
+  token_count: number;
+  /** tsvector: lexemes with positions labelled A (section path), B (name), D (content). */
+  terms: string;
+  /** Orders ties as FTS5's rowid does. */
+  seq: number;
+}
+
+/** BM25's n(t): in how many chunks each lexeme occurs. */
+export interface FtsTermsTable {
+  lexeme: string;
+  chunks: number;
+}
+
+/** BM25's N and the total of D (one row, id 1). */
+export interface FtsStatsTable {
+  id: number;
+  chunks: number;
+  tokens: number;
+}
+
+export type JobStatus = 'queued' | 'running' | 'completed' | 'failed';
+
+/** The shared job queue (migration 0004): a row per job, claimed with FOR UPDATE SKIP LOCKED. */
+export interface JobsTable {
+  id: string;
+  /** FIFO order within a type. */
+  seq: number;
+  type: string;
+  status: JobStatus;
+  /** jsonb. */
+  payload: unknown;
+  result: unknown;
+  /** jsonb `{code?, message}`. */
+  error: unknown;
+  /** Claims so far; more than one means an instance died while running it. */
+  attempt: number;
+  /** The instance running it (set exactly while `running`, with `lease_until`). */
+  owner: string | null;
+  lease_until: Date | null;
+  enqueued_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+/** Finished jobs pruned from aps_jobs, still counted per type. */
+export interface JobCountsTable {
+  type: string;
+  completed: number;
+  failed: number;
+}
+
+/** A stored file (STORAGE_DRIVER=postgres): its key, size and checksum. */
+export interface FilesTable {
+  key: string;
+  size: number;
+  checksum: string;
+  created_at: Date;
+}
+
+/** A file's content in 1 MiB rows, in `seq` order. */
+export interface FileChunksTable {
+  key: string;
+  seq: number;
+  data: Uint8Array;
+}
+
+export interface PostgresOnlyTables {
+  knowledge_chunks_fts: TsvectorChunksTable;
+  knowledge_fts_terms: FtsTermsTable;
+  knowledge_fts_stats: FtsStatsTable;
+  aps_jobs: JobsTable;
+  aps_job_counts: JobCountsTable;
+  aps_files: FilesTable;
+  aps_files_chunks: FileChunksTable;
 }
 
 export type DocumentRow = Selectable<KnowledgeDocumentsTable>;

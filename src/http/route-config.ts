@@ -1,8 +1,10 @@
-/** Per-route declarations the API scope enforces: who may call it and whether it changes state. */
-import type { Principal } from '../auth/api-key.service.js';
+/**
+ * Per-route declarations the API scope enforces: who may call it and whether it changes state
+ * (enforced by auth/auth.guard.ts).
+ */
 import type { AgentLevel } from '../db/schema.js';
 
-export type RouteAccess = 'public' | AgentLevel;
+type RouteAccess = 'public' | AgentLevel;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -11,13 +13,4 @@ declare module 'fastify' {
     /** Whether the route changes state; such routes answer 503 in read-only mode. */
     mutates?: boolean;
   }
-  interface FastifyRequest {
-    /** Set by the API scope's guard on authenticated routes. */
-    principal: Principal | null;
-  }
-}
-
-/** The audit actor for a request. */
-export function actorOf(principal: Principal | null): string {
-  return principal === null ? 'anonymous' : `api_key:${principal.apiKeyId}`;
 }

@@ -1,4 +1,22 @@
-/** SQL for knowledge documents (chunks and index rows live in the ChunkStore). */
+/**
+ * SQL for knowledge documents (chunks and index rows live in the ChunkStore).
+ *
+ * A document's status, and who writes each transition (every one a single conditional UPDATE,
+ * so concurrent requests and instances cannot both win):
+ *
+ *   (new) → uploaded             DocumentsService.create → insert
+ *   uploaded | indexed | failed
+ *         → indexing             IndexingService.index → beginIndex (a fresh index_token;
+ *                                already indexing → 409); after a restart resumeIndex hands a
+ *                                document left indexing to a new run (a new token)
+ *   indexing → indexed           ChunkStore.commitIndex, in the transaction that swaps the
+ *                                chunks, only while the run's token is still there (the
+ *                                column list: indexedDocument in search/chunk-store.ts)
+ *   indexing → failed            IndexingService (the run failed, or its job was abandoned) →
+ *                                failIndex, only while the run's token is still there
+ *   any → (deleted)              DocumentsService.delete → ChunkStore.deleteDocument; the run
+ *                                then finds its token gone and writes nothing
+ */
 import type { Insertable } from 'kysely';
 import type { Db, DocumentRow, DocumentStatus, KnowledgeDocumentsTable } from '../db/schema.js';
 

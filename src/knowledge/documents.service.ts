@@ -7,7 +7,7 @@ import { detectFileType, safeExtension, sanitizeFileName } from './file-type.js'
 import type { KnowledgeChunk, KnowledgeDocument } from './knowledge.schemas.js';
 import { toChunk, toDocument } from './mappers.js';
 import type { ChunkStore } from './search/chunk-store.js';
-import type { FileStorage, PendingFile } from './storage/storage.js';
+import { documentKeys, type FileStorage, type PendingFile } from './storage/storage.js';
 
 export interface UploadInput {
   file: PendingFile;
@@ -15,9 +15,6 @@ export interface UploadInput {
   projectId: string | undefined;
   source: string | undefined;
 }
-
-/** Every file of a document lives under this prefix. */
-export const documentPrefix = (id: string) => `documents/${id}`;
 
 export class DocumentsService {
   constructor(
@@ -44,7 +41,7 @@ export class DocumentsService {
       const name = sanitizeFileName(input.fileName);
       const { fileType, mimeType } = await detectFileType(file.head, name);
       const id = randomUUID();
-      const key = `${documentPrefix(id)}/source.${safeExtension(fileType)}`;
+      const key = documentKeys.source(id, safeExtension(fileType));
       const now = new Date().toISOString();
       await file.commit(key);
       try {
@@ -72,7 +69,7 @@ export class DocumentsService {
           updated_at: now,
         });
       } catch (error) {
-        await this.storage.removePrefix(documentPrefix(id));
+        await this.storage.removePrefix(documentKeys.prefix(id));
         // A concurrent upload of the same bytes won the unique index: answer with its document.
         const winner = await this.repo.findByChecksum(projectKey, file.checksum);
         if (winner !== undefined) return { document: toDocument(winner), created: false };
@@ -121,7 +118,7 @@ export class DocumentsService {
     }
     this.cancelIndexing(id);
     try {
-      await this.storage.removePrefix(documentPrefix(id));
+      await this.storage.removePrefix(documentKeys.prefix(id));
     } catch (error) {
       this.log.error(
         { err: error, documentId: id },
@@ -141,12 +138,12 @@ export class DocumentsService {
       const known = await this.repo.existingIds(ids);
       return ids.filter((id) => !known.has(id));
     };
-    let candidates = await orphans(await this.storage.list('documents'));
+    let candidates = await orphans(await this.storage.list(documentKeys.root));
     if (candidates.length > 0 && graceMs > 0) {
       await new Promise((resolve) => setTimeout(resolve, graceMs).unref());
       candidates = await orphans(candidates);
     }
-    for (const id of candidates) await this.storage.removePrefix(documentPrefix(id));
+    for (const id of candidates) await this.storage.removePrefix(documentKeys.prefix(id));
     if (candidates.length > 0)
       this.log.info({ removed: candidates.length }, 'removed files of deleted documents');
     return candidates.length;

@@ -17,12 +17,11 @@ import { AppError } from '../errors.js';
 import type { JobContext, JobQueue } from '../queue/queue.js';
 import { chunkMarkdown } from './chunker.js';
 import type { DocumentsRepository } from './documents.repository.js';
-import { documentPrefix } from './documents.service.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import { MAX_CHARS, type IndexBody, type KnowledgeDocument } from './knowledge.schemas.js';
 import { toDocument } from './mappers.js';
 import type { ChunkStore, NewChunk } from './search/chunk-store.js';
-import type { FileStorage } from './storage/storage.js';
+import { documentKeys, type FileStorage } from './storage/storage.js';
 
 export const INDEX_JOB = 'knowledgeIndex';
 
@@ -314,7 +313,7 @@ export class IndexingService {
         contentHash: hashes[i] ?? '',
         vector: vectors[i] ?? new Float32Array(deps.embedder.dimensions),
       }));
-      const markdownKey = `${documentPrefix(id)}/document.v${doc.version + 1}.md`;
+      const markdownKey = documentKeys.markdown(id, doc.version + 1);
       await deps.storage.writeFile(markdownKey, converted.markdown);
       const meta = {
         ...(converted.meta ?? {}),

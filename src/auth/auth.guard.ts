@@ -1,14 +1,22 @@
 /**
  * The guard of the API scope: every route must declare `access` and `mutates` (start-up fails
  * otherwise, so no route can forget them); each request is checked for read-only mode, then
- * authenticated and its level checked.
+ * authenticated and its level checked. The authenticated principal is `request.principal`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { looksLikeJwt } from '../auth/api-key.js';
-import type { ApiKeyService, Principal } from '../auth/api-key.service.js';
-import { levelSatisfies } from '../auth/levels.js';
-import type { TokenService } from '../auth/token.service.js';
 import { AppError } from '../errors.js';
+import '../http/route-config.js';
+import { looksLikeJwt } from './api-key.js';
+import type { ApiKeyService, Principal } from './api-key.service.js';
+import { levelSatisfies } from './levels.js';
+import type { TokenService } from './token.service.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the guard on authenticated routes. */
+    principal: Principal | null;
+  }
+}
 
 export interface GuardDeps {
   apiKeys: ApiKeyService;
@@ -17,7 +25,7 @@ export interface GuardDeps {
 }
 
 /** The credential of a request: `Authorization: Bearer <key or JWT>`, else `x-api-key`. */
-export function credentialOf(request: FastifyRequest): string | null {
+function credentialOf(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (typeof header === 'string') {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -27,7 +35,7 @@ export function credentialOf(request: FastifyRequest): string | null {
   return typeof apiKey === 'string' && apiKey !== '' ? apiKey : null;
 }
 
-export async function authenticate(deps: GuardDeps, credential: string | null): Promise<Principal> {
+async function authenticate(deps: GuardDeps, credential: string | null): Promise<Principal> {
   if (credential === null) throw new AppError('AUTH_UNAUTHORIZED');
   if (looksLikeJwt(credential)) return deps.tokens.verify(credential);
   const principal = await deps.apiKeys.verify(credential);
@@ -35,6 +43,12 @@ export async function authenticate(deps: GuardDeps, credential: string | null): 
   return principal;
 }
 
+/** The audit actor for a request. */
+export function actorOf(principal: Principal | null): string {
+  return principal === null ? 'anonymous' : `api_key:${principal.apiKeyId}`;
+}
+
+/** Installs the guard on the API scope. */
 export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
   app.addHook('onRoute', (route) => {
     const config = route.config ?? {};
