@@ -313,7 +313,7 @@ function describeProblem(name: string, schema: TSchema, value: unknown): string 
 }
 
 /** Reads `KEY=value` pairs from `.env` in `cwd`; the real environment wins over the file. */
-export function readDotEnv(cwd: string): Record<string, string | undefined> {
+function readDotEnv(cwd: string): Record<string, string | undefined> {
   const file = resolve(cwd, '.env');
   return existsSync(file) ? parseEnv(readFileSync(file, 'utf8')) : {};
 }

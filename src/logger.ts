@@ -4,7 +4,7 @@ import { pino, type DestinationStream } from 'pino';
 import type { Config } from './config.js';
 
 /** Log paths that may carry secrets. */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers.cookie',

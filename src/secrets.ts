@@ -13,7 +13,7 @@ export interface Secrets {
   apiKeySalt: string;
 }
 
-export const SECRETS_FILE = 'secrets.json';
+const SECRETS_FILE = 'secrets.json';
 
 export function resolveSecrets(config: Config): Secrets {
   if (config.jwtSecret !== null && config.apiKeySalt !== null) {

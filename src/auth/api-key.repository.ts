@@ -2,9 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import type { ApiKeyRow, Db } from '../db/schema.js';
 
-export type NewApiKey = Omit<ApiKeyRow, 'last_used_at' | 'revoked_at' | 'replaced_by'>;
+type NewApiKey = Omit<ApiKeyRow, 'last_used_at' | 'revoked_at' | 'replaced_by'>;
 
-export interface AuditEntry {
+interface AuditEntry {
   actor: string;
   action: string;
   target: string;

@@ -6,7 +6,7 @@ import { displayHints, generateApiKey, hashApiKey, hashesEqual } from './api-key
 import type { ApiKeyRepository } from './api-key.repository.js';
 
 /** An API key as clients may see it: never the raw key nor its hash. */
-export interface ApiKeyRecord {
+interface ApiKeyRecord {
   id: string;
   name: string;
   level: AgentLevel;
@@ -28,7 +28,7 @@ export interface Principal {
   method: 'api_key' | 'jwt';
 }
 
-export function toRecord(row: ApiKeyRow): ApiKeyRecord {
+function toRecord(row: ApiKeyRow): ApiKeyRecord {
   return {
     id: row.id,
     name: row.name,

@@ -18,7 +18,7 @@ declare module 'fastify' {
   }
 }
 
-export interface GuardDeps {
+interface GuardDeps {
   apiKeys: ApiKeyService;
   tokens: TokenService;
   isReadOnly: () => boolean;

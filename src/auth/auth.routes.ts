@@ -14,7 +14,7 @@ import {
 } from './auth.schemas.js';
 import type { TokenService } from './token.service.js';
 
-export interface AuthRoutesDeps {
+interface AuthRoutesDeps {
   apiKeys: ApiKeyService;
   tokens: TokenService;
   tokenRateLimitPerMinute: number;

@@ -7,7 +7,7 @@ import type { ApiKeyService, Principal } from './api-key.service.js';
 const ISSUER = 'agent-platform-server';
 const ALGORITHM = 'HS256';
 
-export interface IssuedToken {
+interface IssuedToken {
   token: string;
   tokenType: 'Bearer';
   apiKeyId: string;

@@ -11,7 +11,7 @@ const LaneSchema = Type.Object({
   failed: Type.Integer(),
 });
 
-export const HealthSchema = Type.Object({
+const HealthSchema = Type.Object({
   status: Type.Enum(['ok', 'degraded']),
   mode: Type.Enum(['normal', 'read_only']),
   queueDriver: Type.String(),
@@ -36,12 +36,12 @@ export const HealthSchema = Type.Object({
   }),
 });
 
-export interface HealthDeps {
+interface HealthDeps {
   queue: JobQueue;
   migration: MigrationState;
 }
 
-export function healthReport({ queue, migration }: HealthDeps) {
+function healthReport({ queue, migration }: HealthDeps) {
   const stats = queue.stats();
   const lane = (type: string): LaneCounts => {
     const l = stats.byType[type];

@@ -70,7 +70,7 @@ export interface FusionOptions {
 export const DEFAULT_FUSION: FusionOptions = { bm25Half: 16, bm25Steepness: 5, denseWeight: 0.9 };
 
 /** The largest score: keeps [0, 1) where BM25 is so large (~20,000 at the defaults) that K is 1. */
-export const MAX_SCORE = 1 - 2 ** -52;
+const MAX_SCORE = 1 - 2 ** -52;
 
 /**
  * BM25 (≥ 0, unbounded) → [0, 1), monotonic, comparable across queries: x / (1 + x) with
@@ -83,7 +83,7 @@ export function calibrateBm25(score: number, half: number, steepness = 1): numbe
 }
 
 /** Lowest score of a match in `keyword` mode. */
-export const KEYWORD_FLOOR = 0.1;
+const KEYWORD_FLOOR = 0.1;
 
 /**
  * The score of a match in `keyword` mode: KEYWORD_FLOOR + 0.9 × BM25 / (BM25 + 16), in [0.1, 1).

@@ -4,7 +4,7 @@ import { Type, type Static } from 'typebox';
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
-export const DocumentStatusSchema = Type.Enum(['uploaded', 'indexing', 'indexed', 'failed']);
+const DocumentStatusSchema = Type.Enum(['uploaded', 'indexing', 'indexed', 'failed']);
 
 export const DocumentSchema = Type.Object({
   id: Type.String(),
@@ -50,7 +50,7 @@ export const ChunkSchema = Type.Object({
 });
 export type KnowledgeChunk = Static<typeof ChunkSchema>;
 
-export const HitSchema = Type.Object({
+const HitSchema = Type.Object({
   id: Type.String(),
   score: Type.Number({
     description: 'See the retrieval description: higher is better; ordered and filtered by it.',

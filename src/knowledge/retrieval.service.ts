@@ -22,7 +22,7 @@ import type { Candidate, ChunkStore, Evidence, SearchFilter } from './search/chu
 /** Candidates fetched from each index before fusion. */
 const CANDIDATES = 100;
 
-export interface RetrievalResult {
+interface RetrievalResult {
   query: string;
   topK: number;
   mode: RetrieveBody['mode'];

@@ -78,7 +78,8 @@ export async function up(db: Kysely<unknown>, driver: Database['driver']): Promi
       chunk_id unindexed, document_id unindexed, document_name, section_path, content,
       tokenize = 'porter unicode61 remove_diacritics 2'
     )`.execute(db);
-    // Vectors live in one sqlite-vec table per (model, dimensions), created on first use.
+    // Vectors live in one table per (model, dimensions), created on first use (sqlite-vec
+    // tables until migration 0008, plain tables since).
     await sql`create table knowledge_vector_tables (
       model text not null, dimensions integer not null, table_name text not null unique,
       primary key (model, dimensions)

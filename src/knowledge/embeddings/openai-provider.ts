@@ -18,7 +18,7 @@ export type OpenAIEmbeddingConfig = Pick<
   'model' | 'baseUrl' | 'apiKey' | 'timeoutMs' | 'batchSize'
 >;
 
-export interface OpenAIEmbeddingOptions {
+interface OpenAIEmbeddingOptions {
   /** Attempts per batch, the first included (default 4). */
   maxAttempts?: number;
   /** First back-off delay; it doubles per attempt, with jitter (default 500 ms). */

@@ -28,7 +28,7 @@ export type TransformersEmbeddingConfig = Pick<
   'model' | 'modelDir' | 'allowDownload' | 'batchSize'
 >;
 
-export type Pooling = 'mean' | 'cls';
+type Pooling = 'mean' | 'cls';
 
 export interface TransformersEmbeddingOptions {
   /** Overrides the pooling chosen for the model (see the module comment). */

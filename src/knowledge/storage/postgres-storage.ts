@@ -37,7 +37,7 @@ export const CHUNK_BYTES = 1024 * 1024;
  * Keys are chosen by the server, never by a client; still, refuse anything that is not a plain
  * relative path (defence in depth, and one spelling per key so prefixes match exactly).
  */
-export function checkKey(key: string): string {
+function checkKey(key: string): string {
   if (
     key === '' ||
     key.startsWith('/') ||

@@ -22,7 +22,7 @@ export interface Received {
 }
 
 /** Streams `input` into a new temporary file in `dir`; nothing is left behind on failure. */
-export async function receiveToScratch(
+async function receiveToScratch(
   dir: string,
   input: Readable,
   maxBytes: number,

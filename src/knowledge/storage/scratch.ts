@@ -7,7 +7,7 @@ import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** Entries untouched this long are left over from a crash. */
-export const SCRATCH_MAX_AGE_MS = 6 * 3600 * 1000;
+const SCRATCH_MAX_AGE_MS = 6 * 3600 * 1000;
 
 export async function sweepScratch(dir: string, maxAgeMs = SCRATCH_MAX_AGE_MS): Promise<number> {
   let names: string[];

@@ -15,7 +15,7 @@ export const documentKeys = {
   markdown: (id: string, version: number) => `documents/${id}/document.v${version}.md`,
 };
 
-export interface StoredFile {
+interface StoredFile {
   key: string;
   size: number;
   /** sha256, hex. */

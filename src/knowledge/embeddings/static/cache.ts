@@ -31,15 +31,15 @@ export { CacheFormatError, type StaticModel } from './format.js';
 
 export const MODEL_NAME = 'glove-sif-100d';
 /** Enough for everyday and most technical English; cuts the vectors to 44% of the source. */
-export const DEFAULT_VOCAB_SIZE = 150_000;
+const DEFAULT_VOCAB_SIZE = 150_000;
 
-export interface BuildOptions {
+interface BuildOptions {
   vocabSize?: number;
   /** Replace an existing `outFile` (it was found corrupt) instead of deferring to it. */
   replace?: boolean;
 }
 
-export interface BuildResult {
+interface BuildResult {
   file: string;
   vocabSize: number;
   /** False when another builder renamed its file into place first and ours was discarded. */
@@ -224,7 +224,7 @@ export async function cacheFileFor(
   return join(cacheDir, `${MODEL_NAME}.v${FORMAT_VERSION}.${hash}.bin`);
 }
 
-export interface OpenResult {
+interface OpenResult {
   model: StaticModel;
   file: string;
   built: boolean;

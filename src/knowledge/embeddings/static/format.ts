@@ -23,9 +23,9 @@
  * The total length is implied by the header, so a truncated or foreign file is rejected.
  */
 
-export const MAGIC = 'APSGSIF\0';
+const MAGIC = 'APSGSIF\0';
 export const FORMAT_VERSION = 1;
-export const QUANT_INT8_PER_VECTOR = 1;
+const QUANT_INT8_PER_VECTOR = 1;
 const HEADER_BYTES = 64;
 
 export interface StaticModel {
@@ -46,7 +46,7 @@ export interface StaticModel {
   readonly factors: Float32Array;
 }
 
-export type ModelParts = Omit<StaticModel, 'index' | 'factors'>;
+type ModelParts = Omit<StaticModel, 'index' | 'factors'>;
 
 export class CacheFormatError extends Error {
   constructor(message: string) {

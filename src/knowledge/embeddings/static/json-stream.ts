@@ -8,7 +8,7 @@
 export type JsonPath = readonly (string | number)[];
 export type JsonScalar = string | number | boolean | null;
 
-export interface JsonVisitor {
+interface JsonVisitor {
   /** A scalar value. `path` is reused between calls: copy it if you keep it. */
   scalar(path: JsonPath, value: JsonScalar): void;
   open?(path: JsonPath, kind: 'object' | 'array'): void;

@@ -48,7 +48,7 @@ export const PC_SAMPLE = {
   topWords: 20_000,
 };
 
-export interface PcInput {
+interface PcInput {
   dims: number;
   /** Number of words in the vocabulary, in frequency order. */
   count: number;

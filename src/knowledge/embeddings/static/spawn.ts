@@ -18,7 +18,7 @@ const TS_HOOKS = `
 import { access, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 let ts;
-export async function initialize(data) {
+async function initialize(data) {
   ts = (await import(data.typescript)).default;
 }
 export async function resolve(specifier, context, next) {
@@ -58,7 +58,7 @@ register('data:text/javascript,' + encodeURIComponent(workerData.hooks), {
 });
 import(workerData.entry).catch((error) => setImmediate(() => { throw error; }));`;
 
-export type WorkerMode = 'compiled' | 'typescript';
+type WorkerMode = 'compiled' | 'typescript';
 
 export function spawnEmbeddingWorker(): { worker: Worker; mode: WorkerMode } {
   const compiled = new URL('./worker.js', import.meta.url);

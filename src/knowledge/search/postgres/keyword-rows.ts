@@ -33,7 +33,7 @@ export const RANK_WEIGHTS = `{${[
   .join(',')}}`;
 
 /** The keyword rows of a commit's chunks: tsvector literals and word counts (BM25's D). */
-export interface KeywordRows {
+interface KeywordRows {
   terms: string[];
   tokenCounts: number[];
 }

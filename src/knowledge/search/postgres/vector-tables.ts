@@ -49,7 +49,7 @@ function vectorScope(filter: SearchFilter, params: unknown[], indexable = true):
   return conditions.map((c) => (indexable ? ` and ${c}` : ` and (${c}) is true`)).join('');
 }
 
-export interface VectorTable {
+interface VectorTable {
   name: string;
   dimensions: number;
 }
@@ -70,7 +70,7 @@ function annQuery(table: VectorTable, param: string): string {
     : `${param}::vector::halfvec(${table.dimensions})`;
 }
 
-export interface Features {
+interface Features {
   /** pgvector 0.8+: `hnsw.iterative_scan` keeps scanning until the filters leave enough rows. */
   iterativeScan: boolean;
   vectorOid: number;

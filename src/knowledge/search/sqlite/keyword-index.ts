@@ -31,7 +31,7 @@ export interface KeywordRow {
   columns: readonly [Int32Array, Int32Array, Int32Array];
 }
 
-export interface KeywordHit extends DocumentCandidate {
+interface KeywordHit extends DocumentCandidate {
   rowid: number;
   /** BM25, higher is better: minus FTS5's bm25(). */
   score: number;

@@ -8,7 +8,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { vectorTableName } from '../chunk-store.js';
 
 /** The DDL of a vector table (the same as migration 0008's, which moved older vectors here). */
-export function vectorTableDdl(table: string): string {
+function vectorTableDdl(table: string): string {
   return `create table if not exists ${table} (
     chunk_id text primary key references knowledge_chunks (id) on delete cascade,
     document_id text not null,
