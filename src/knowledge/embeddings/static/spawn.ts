@@ -18,7 +18,7 @@ const TS_HOOKS = `
 import { access, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 let ts;
-async function initialize(data) {
+export async function initialize(data) {
   ts = (await import(data.typescript)).default;
 }
 export async function resolve(specifier, context, next) {
