@@ -55,7 +55,7 @@ async function createQueue(
     [INDEX_JOB]: config.knowledge.indexConcurrency,
   };
   if (database.driver === 'sqlite') return new MemoryQueue(concurrency, config.queue.historyLimit);
-  const { PostgresQueue } = await import('./queue/postgres-queue.js');
+  const { PostgresQueue } = await import('./queue/postgres/queue.js');
   return new PostgresQueue(database.pool, concurrency, {
     leaseMs: config.queue.leaseMs,
     historyLimit: config.queue.historyLimit,

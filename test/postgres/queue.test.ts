@@ -14,7 +14,8 @@ import { openDatabase, type PostgresDatabase } from '../../src/db/database.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { AppError } from '../../src/errors.js';
-import { JobLeaseLostError, PostgresQueue } from '../../src/queue/postgres-queue.js';
+import { JobLeaseLostError } from '../../src/queue/postgres/errors.js';
+import { PostgresQueue } from '../../src/queue/postgres/queue.js';
 import type { JobContext } from '../../src/queue/queue.js';
 import { freshDatabase, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
 
@@ -205,7 +206,7 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgresQueue (shared between instances)', 
     await writeFile(
       script,
       `import pg from ${JSON.stringify(pgPath)};
-       import { PostgresQueue } from ${JSON.stringify(join(ROOT, 'src/queue/postgres-queue.ts'))};
+       import { PostgresQueue } from ${JSON.stringify(join(ROOT, 'src/queue/postgres/queue.ts'))};
        const pool = new pg.Pool({ connectionString: process.argv[2] });
        const queue = new PostgresQueue(pool, { work: 1 }, { leaseMs: ${LEASE_MS}, historyLimit: 100, pollMs: 250 });
        queue.handle('work', (_payload, job) => {

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../database.js';
 
 /**
- * (PostgreSQL) The shared job queue of QUEUE on PostgreSQL (src/queue/postgres-queue.ts).
+ * (PostgreSQL) The shared job queue of QUEUE on PostgreSQL (src/queue/postgres/).
  *
  * `aps_jobs`: one row per job from enqueue until it is pruned (the last `historyLimit` finished
  * jobs of each type are kept). A `running` row belongs to `owner` (an instance) until
