@@ -12,7 +12,7 @@ import {
   type QueueStats,
 } from './queue.js';
 
-export interface FinishedJob {
+interface FinishedJob {
   id: string;
   type: string;
   status: 'completed' | 'failed';

@@ -16,6 +16,7 @@ import type { HandleOptions } from '../queue.js';
 import { JobLeaseLostError } from './errors.js';
 import type { QueueListener } from './listener.js';
 import type { QueueLogger, RunningJob } from './shared.js';
+import type { JobsTable } from '../../db/schema.js';
 
 interface LeaseOptions {
   pool: pg.Pool;
@@ -50,12 +51,7 @@ export class Leases {
   /** Expired leases: their instance died. Queued again, or failed after `maxAttempts`. */
   async reap(): Promise<void> {
     const { pool, maxAttempts, channel, log } = this.options;
-    const { rows } = await pool.query<{
-      id: string;
-      type: string;
-      status: string;
-      payload: unknown;
-    }>(
+    const { rows } = await pool.query<Pick<JobsTable, 'id' | 'type' | 'status' | 'payload'>>(
       `with expired as (
          select id from aps_jobs
          where status = 'running' and lease_until < now()
@@ -106,7 +102,7 @@ export class Leases {
     const sentAt = Date.now();
     const listener = this.options.listener.client;
     const runner = listener ?? pool;
-    const renewal = runner.query<{ id: string; attempt: number }>(
+    const renewal = runner.query<Pick<JobsTable, 'id' | 'attempt'>>(
       `update aps_jobs set lease_until = now() + $3::int * interval '1 millisecond'
        where id = any($1) and owner = $2 and status = 'running'
        returning id, attempt`,

@@ -42,8 +42,9 @@ import { Runs } from './runs.js';
 import { sleep, type QueueLogger, type RunningJob } from './shared.js';
 import { JobCounts } from './stats.js';
 import { Waiters } from './waiters.js';
+import type { JobsTable } from '../../db/schema.js';
 
-export interface PostgresQueueOptions {
+interface PostgresQueueOptions {
   /** A running job whose instance stops renewing it for this long is run again elsewhere. */
   leaseMs: number;
   /** Finished jobs kept per type (older ones are pruned; counts keep them). */
@@ -253,7 +254,7 @@ export class PostgresQueue implements JobQueue {
 
   private async claim(type: string, lane: Lane, limit: number): Promise<number> {
     const sentAt = Date.now();
-    const { rows } = await this.pool.query<{ id: string; payload: unknown; attempt: number }>(
+    const { rows } = await this.pool.query<Pick<JobsTable, 'id' | 'payload' | 'attempt'>>(
       `with next as (
          select id from aps_jobs
          where type = $1 and status = 'queued'

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { QueueClosedError } from '../queue.js';
 import { toError } from './errors.js';
 import type { Outcome, QueueLogger } from './shared.js';
+import type { JobsTable } from '../../db/schema.js';
 
 interface Waiter {
   promise: Promise<unknown>;
@@ -80,12 +81,10 @@ export class Waiters {
 
   /** Settles the waiters of finished (or unknown) jobs among `ids`. */
   private async checkWaiters(ids: readonly string[]): Promise<void> {
-    const { rows } = await this.pool.query<{
-      id: string;
-      status: string;
-      result: unknown;
-      error: unknown;
-    }>(`select id, status, result, error from aps_jobs where id = any($1)`, [ids]);
+    const { rows } = await this.pool.query<Pick<JobsTable, 'id' | 'status' | 'result' | 'error'>>(
+      `select id, status, result, error from aps_jobs where id = any($1)`,
+      [ids],
+    );
     const found = new Map(rows.map((r) => [r.id, r]));
     for (const id of ids) {
       const row = found.get(id);
