@@ -22,6 +22,7 @@ import {
   CONVERTER_NAME,
   CONVERTER_VERSION,
   EXIT_CODES,
+  EXIT_LABELS,
   MARKDOWN_FILE,
   META_FILE,
   type ExitCode,
@@ -33,7 +34,7 @@ import {
   type CommandName,
 } from './convert-file.js';
 import { DEFAULT_LIMITS, type ConvertLimits } from './formats/binary-types.js';
-import { ConvertError, EXIT_LABELS } from './formats/convert-error.js';
+import { ConvertError } from './formats/convert-error.js';
 import { resolveLanguages } from './formats/ocr.js';
 
 function report(label: string, message: string): void {

@@ -2,9 +2,14 @@
  * The contract between the server and a converter process. The converter writes `document.md`
  * (markdown; page markers `<!-- page: N -->` before each page's content for paged formats) and
  * `meta.json` (ConverterMeta) into its output directory, and exits with one of EXIT_CODES.
+ *
+ * The only module both halves import: the `aps-convert` program (`src/converter/`) and the server
+ * that runs it (`src/knowledge/converting/`, the chunker). Keep it free of imports.
  */
 
+/** The markdown the converter writes into its output directory. */
 export const MARKDOWN_FILE = 'document.md';
+/** The ConverterMeta (JSON) written next to it. */
 export const META_FILE = 'meta.json';
 
 /** Exit codes of `aps-convert`; the server turns them into error codes and plain messages. */
@@ -19,6 +24,7 @@ export const EXIT_CODES = {
   TOO_LARGE: 7,
 } as const;
 
+/** What a conversion found out (`meta.json`); the server validates it: any tool may write one. */
 export interface ConverterMeta {
   converter: string;
   converterVersion: string;
@@ -42,4 +48,29 @@ export const CONVERTER_NAME = 'aps-convert';
  */
 export const CONVERTER_VERSION = '1.1.0';
 
+/** One of EXIT_CODES. */
 export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
+
+/**
+ * The label the CLI puts before the message on stderr (`aps-convert: <label>: <message>`). The
+ * server strips it again (knowledge/converting/failures.ts), so both read the labels here.
+ */
+export const EXIT_LABELS: Record<ExitCode, string> = {
+  [EXIT_CODES.OK]: 'ok',
+  [EXIT_CODES.FAILED]: 'error',
+  [EXIT_CODES.USAGE]: 'usage',
+  [EXIT_CODES.UNSUPPORTED_FORMAT]: 'unsupported file format',
+  [EXIT_CODES.ENCRYPTED]: 'encrypted',
+  [EXIT_CODES.CORRUPT]: 'corrupt file',
+  [EXIT_CODES.NOTHING_EXTRACTABLE]: 'nothing to extract',
+  [EXIT_CODES.TOO_LARGE]: 'file too large',
+};
+
+/** Matches a page-marker line (tested without its line end). Not global: no lastIndex state. */
+export const PAGE_MARKER_PATTERN = /^[ \t]*<!--[ \t]*page:[ \t]*([1-9]\d*)[ \t]*-->[ \t]*$/;
+
+/** The marker line the converter writes before page `page` (1-based); the chunker reads it back. */
+export function pageMarker(page: number): string {
+  if (!Number.isSafeInteger(page) || page < 1) throw new RangeError(`invalid page: ${page}`);
+  return `<!-- page: ${page} -->`;
+}

@@ -5,8 +5,13 @@
 import { open, readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { PAGE_MARKER_PATTERN } from '../knowledge/chunker.js';
-import { CONVERTER_NAME, CONVERTER_VERSION, EXIT_CODES, type ConverterMeta } from './contract.js';
+import {
+  CONVERTER_NAME,
+  CONVERTER_VERSION,
+  EXIT_CODES,
+  PAGE_MARKER_PATTERN,
+  type ConverterMeta,
+} from './contract.js';
 import { loadBinaryConverter } from './formats/binary.js';
 import {
   DEFAULT_LIMITS,
@@ -31,7 +36,7 @@ export type CommandName = (typeof COMMANDS)[number];
 
 export const DEFAULT_MAX_INPUT_BYTES = 200 * 1024 * 1024;
 
-export interface ConvertFileOptions {
+interface ConvertFileOptions {
   command: CommandName;
   maxInputBytes: number;
   rowsPerTable?: number;
@@ -41,7 +46,7 @@ export interface ConvertFileOptions {
   limits?: ConvertLimits;
 }
 
-export interface ConvertFileResult {
+interface ConvertFileResult {
   markdown: string;
   meta: ConverterMeta;
 }

@@ -29,6 +29,8 @@
 // - tokenEstimate = max(ceil(length / 4), ceil(words * 4 / 3)): ~4 chars per token for prose and
 //   ~0.75 words per token, taking the larger so code/URLs and short-word text are not under-counted.
 
+import { PAGE_MARKER_PATTERN } from '../converter/contract.js';
+
 export interface ChunkOptions {
   maxChars: number;
   overlapChars: number;
@@ -46,14 +48,6 @@ export interface Chunk {
     pageEnd?: number | null;
     headingLevel?: number;
   };
-}
-
-/** Matches one page-marker line (tested without its line terminator). Not global: no lastIndex state. */
-export const PAGE_MARKER_PATTERN = /^[ \t]*<!--[ \t]*page:[ \t]*([1-9]\d*)[ \t]*-->[ \t]*$/;
-
-export function pageMarker(page: number): string {
-  if (!Number.isSafeInteger(page) || page < 1) throw new RangeError(`invalid page: ${page}`);
-  return `<!-- page: ${page} -->`;
 }
 
 // Same set as JS `\s` / String.prototype.trim, so "whitespace" means the same thing everywhere.

@@ -2,10 +2,10 @@
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
-import { converterStatus, loadCommands, type ConverterCommand } from '../converter/commands.js';
-import { runConverter } from '../converter/runner.js';
 import type { Database } from '../db/database.js';
 import type { JobQueue } from '../queue/queue.js';
+import { converterStatus, loadCommands, type ConverterCommand } from './converting/commands.js';
+import { runConverter } from './converting/runner.js';
 import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
 import { createEmbeddingProvider } from './embeddings/index.js';

@@ -8,7 +8,7 @@ import {
   converterStatus,
   loadCommands,
   parseCommandsFile,
-} from '../../src/converter/commands.js';
+} from '../../src/knowledge/converting/commands.js';
 import { knowledgeConfig, ROOT, tempDir } from './helpers.js';
 
 function commandsFile(content: unknown): string {

@@ -1,26 +1,17 @@
 /** The text-layer layout rules of the PDF converter, on hand-made lines (no PDF, no process). */
 import { describe, expect, it } from 'vitest';
+import { joinLines, ocrTextToMarkdown } from '../../src/converter/formats/ocr.js';
+import { dropRepeated, layoutPages } from '../../src/converter/formats/pdf/layout.js';
 import {
-  dropRepeated,
-  layoutPages,
   readingOrder,
   toLines,
   type Line,
-} from '../../src/converter/formats/pdf.js';
-import { joinLines, ocrTextToMarkdown } from '../../src/converter/formats/ocr.js';
-import type { TextItem } from 'pdfjs-dist/types/src/display/api.js';
+  type TextRun,
+} from '../../src/converter/formats/pdf/lines.js';
 
-/** A pdf.js text item at (x, y), `size` pt, with Helvetica-ish widths (0.5 em per character). */
-function item(str: string, x: number, y: number, size = 11): TextItem {
-  return {
-    str,
-    dir: 'ltr',
-    transform: [size, 0, 0, size, x, y],
-    width: str.length * size * 0.5,
-    height: size,
-    fontName: 'f1',
-    hasEOL: false,
-  };
+/** A text run at (x, y), `size` pt, with Helvetica-ish widths (0.5 em per character). */
+function item(str: string, x: number, y: number, size = 11): TextRun {
+  return { str, x, y, width: str.length * size * 0.5, size };
 }
 
 function line(text: string, x0: number, y: number, size = 11): Line {

@@ -34,7 +34,7 @@ export interface BinaryConvertOptions {
 }
 
 export interface BinaryConversion {
-  /** Markdown; paged formats put `<!-- page: N -->` (see chunker.pageMarker) before each page. */
+  /** Markdown; paged formats put `<!-- page: N -->` (see contract.pageMarker) before each page. */
   markdown: string;
   pages: number | null;
   /** 1-based numbers of the pages that were OCR'd. */

@@ -1,4 +1,4 @@
-import { EXIT_CODES, type ExitCode } from '../contract.js';
+import type { ExitCode } from '../contract.js';
 
 /**
  * A failure the converter reports through its exit code. `message` is one plain line for stderr;
@@ -18,18 +18,3 @@ export class ConvertError extends Error {
     this.reported = options.reported ?? false;
   }
 }
-
-/**
- * The label the CLI puts before the message on stderr (`aps-convert: <label>: <message>`). The
- * runner strips it again, so the labels live here, next to the codes they describe.
- */
-export const EXIT_LABELS: Record<ExitCode, string> = {
-  [EXIT_CODES.OK]: 'ok',
-  [EXIT_CODES.FAILED]: 'error',
-  [EXIT_CODES.USAGE]: 'usage',
-  [EXIT_CODES.UNSUPPORTED_FORMAT]: 'unsupported file format',
-  [EXIT_CODES.ENCRYPTED]: 'encrypted',
-  [EXIT_CODES.CORRUPT]: 'corrupt file',
-  [EXIT_CODES.NOTHING_EXTRACTABLE]: 'nothing to extract',
-  [EXIT_CODES.TOO_LARGE]: 'file too large',
-};

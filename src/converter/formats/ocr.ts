@@ -12,8 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type Tesseract from 'tesseract.js';
-import { PAGE_MARKER_PATTERN, pageMarker } from '../../knowledge/chunker.js';
-import { EXIT_CODES } from '../contract.js';
+import { EXIT_CODES, PAGE_MARKER_PATTERN, pageMarker } from '../contract.js';
 import { ConvertError } from './convert-error.js';
 import { normalizeText } from './text.js';
 
@@ -50,7 +49,7 @@ export function addTime(timings: Record<string, number>, stage: string, since: n
 }
 
 /** The language packages installed next to this one, e.g. `['deu', 'eng']`. */
-export function installedLanguages(): string[] {
+function installedLanguages(): string[] {
   const found = new Set<string>();
   for (const dir of require.resolve.paths(`${DATA_SCOPE}/eng`) ?? []) {
     const scope = join(dir, DATA_SCOPE);

@@ -4,7 +4,7 @@
  * turndown would escape a literal `[^1]`; it becomes `[^1]` after conversion, and the notes are
  * appended as `[^1]: text` definitions under their own heading.
  */
-import { PAGE_MARKER_PATTERN } from '../../../knowledge/chunker.js';
+import { PAGE_MARKER_PATTERN } from '../../contract.js';
 import { htmlToMarkdown } from '../html.js';
 
 export function escapeHtml(text: string): string {

@@ -4,8 +4,7 @@
  * slide shows bullets, nested by level), tables, then the speaker notes after `Notes:`. Footer,
  * date and slide-number placeholders are left out: they repeat on every slide.
  */
-import { EXIT_CODES } from '../../contract.js';
-import { pageMarker } from '../../../knowledge/chunker.js';
+import { EXIT_CODES, pageMarker } from '../../contract.js';
 import { ConvertError } from '../convert-error.js';
 import { htmlToMarkdown } from '../html.js';
 import { escapeHtml, escapePageMarkers } from './markup.js';

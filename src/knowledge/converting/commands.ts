@@ -4,10 +4,11 @@
  * with `{input}` / `{outputDir}` placeholders — run without a shell, so no quoting rules apply.
  */
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, type Config } from '../config.js';
+import { ConfigError, type Config } from '../../config.js';
 
+/** A command indexing can run: an id to pick it by, and how to start it. */
 export interface ConverterCommand {
   id: string;
   description: string;
@@ -21,29 +22,29 @@ export interface ConverterCommand {
   builtin?: boolean;
 }
 
-export interface ConverterStatus {
+interface ConverterStatus {
   installed: boolean;
   path: string | null;
 }
 
-export const PLACEHOLDERS = ['{input}', '{outputDir}'] as const;
+const PLACEHOLDERS = ['{input}', '{outputDir}'] as const;
 const ID_PATTERN = /^[a-z0-9._-]+$/;
 const MAX_ID_LENGTH = 64;
 
 /**
- * The bundled CLI: `cli.js` next to this module once compiled (`dist/converter/cli.js`). Under
- * vitest this module runs from `src/`, where there is no `cli.js`, so the compiled one in `dist/`
- * is used (`npm test` builds it first).
+ * The bundled CLI, `dist/converter/cli.js`: compiled, this module is `dist/knowledge/converting/`,
+ * two levels below `dist/`. Under vitest it runs from `src/knowledge/converting/`, where there is
+ * no `cli.js`, so the compiled one in `dist/` is used (`npm test` builds it first).
  */
 export function bundledConverterPath(): string {
   const here = fileURLToPath(import.meta.url);
   const dir = dirname(here);
-  if (here.endsWith('.ts')) return resolve(dir, '..', '..', 'dist', 'converter', 'cli.js');
-  return join(dir, 'cli.js');
+  if (here.endsWith('.ts')) return resolve(dir, '..', '..', '..', 'dist', 'converter', 'cli.js');
+  return resolve(dir, '..', '..', 'converter', 'cli.js');
 }
 
 /** The configured converter, else the bundled one (absolute either way). */
-export function converterBinary(config: Config['knowledge']): string {
+function converterBinary(config: Config['knowledge']): string {
   return resolve(config.converterPath ?? bundledConverterPath());
 }
 
@@ -53,7 +54,7 @@ function isScript(path: string): boolean {
 }
 
 /** The argv prefix that starts the converter binary. */
-export function converterInvocation(config: Config['knowledge']): string[] {
+function converterInvocation(config: Config['knowledge']): string[] {
   const binary = converterBinary(config);
   return isScript(binary) ? [process.execPath, binary] : [binary];
 }

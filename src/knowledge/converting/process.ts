@@ -6,12 +6,13 @@
 import { spawn } from 'node:child_process';
 
 /** How much of stdout / stderr is kept (the tail: the last lines say what went wrong). */
-export const CAPTURE_BYTES = 64 * 1024;
+const CAPTURE_BYTES = 64 * 1024;
 /** After the child exits, how long its pipes may stay open (held by an escaped grandchild). */
 const PIPE_GRACE_MS = 2000;
 
-export type StopReason = 'timeout' | 'aborted' | 'overflow';
+type StopReason = 'timeout' | 'aborted' | 'overflow';
 
+/** How a run ended, with the tail of what it printed. */
 export interface ProcessOutcome {
   /** Exit code, or null when killed by a signal. */
   code: number | null;
@@ -25,7 +26,7 @@ export interface ProcessOutcome {
   durationMs: number;
 }
 
-export interface ProcessOptions {
+interface ProcessOptions {
   cwd: string;
   env: NodeJS.ProcessEnv;
   timeoutMs: number;

@@ -3,7 +3,7 @@
  * configured replacement), so their meta is untrusted input: known fields of the wrong type fall
  * back to defaults, unknown fields are dropped, and sizes are capped before it is stored.
  */
-import type { ConverterMeta } from './contract.js';
+import type { ConverterMeta } from '../../converter/contract.js';
 
 const MAX_WARNINGS = 100;
 const MAX_TEXT = 1000;

@@ -2,10 +2,9 @@
  * A failed converter run → the AppError users see: an error code for the UI and one plain
  * sentence, ending with the converter's own last word on stderr (which names the actual problem).
  */
-import { AppError, type ErrorCode } from '../errors.js';
+import { EXIT_CODES, EXIT_LABELS, type ExitCode } from '../../converter/contract.js';
+import { AppError, type ErrorCode } from '../../errors.js';
 import type { ConverterCommand } from './commands.js';
-import { EXIT_CODES, type ExitCode } from './contract.js';
-import { EXIT_LABELS } from './formats/convert-error.js';
 import type { ProcessOutcome } from './process.js';
 
 const DETAIL_MAX_CHARS = 300;
@@ -45,7 +44,7 @@ function seconds(ms: number): string {
  * The last stderr line that is not a warning; for aps-convert without its `aps-convert: <label>: `
  * prefix, since the sentence it is appended to already says what the label says.
  */
-export function stderrDetail(stderr: string, builtin: boolean): string {
+function stderrDetail(stderr: string, builtin: boolean): string {
   const lines = stderr
     .split('\n')
     .map((l) => l.trim())

@@ -5,14 +5,14 @@
  */
 import { lstat, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { AppError } from '../errors.js';
+import { MARKDOWN_FILE, META_FILE, type ConverterMeta } from '../../converter/contract.js';
+import { AppError } from '../../errors.js';
 import type { ConverterCommand } from './commands.js';
-import { MARKDOWN_FILE, META_FILE, type ConverterMeta } from './contract.js';
 import { failure } from './failures.js';
 import { parseMeta } from './meta.js';
 import { runProcess, SpawnError, type ProcessOutcome } from './process.js';
 
-export interface RunConverterOptions {
+interface RunConverterOptions {
   timeoutMs: number;
   /** Largest markdown file, and largest stdout + stderr, accepted from the converter. */
   maxOutputBytes: number;
@@ -20,7 +20,7 @@ export interface RunConverterOptions {
   signal?: AbortSignal;
 }
 
-export interface ConverterResult {
+interface ConverterResult {
   markdown: string;
   meta: ConverterMeta | null;
   /** The tail of the converter's stderr (warnings, diagnostics). */

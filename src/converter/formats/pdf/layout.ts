@@ -1,0 +1,137 @@
+/**
+ * A PDF's pages of lines → markdown. Pure, like `lines.ts`: running headers and footers are
+ * dropped across pages, headings come from font size against the body text, and paragraphs from
+ * line spacing, indents and bullets, with line-end hyphenation repaired.
+ */
+import { escapeParagraph, joinLines } from '../ocr.js';
+import { letters, median, readingOrder, topDown, type Line } from './lines.js';
+
+/** Line size ≥ body size × this: a heading. */
+const HEADING_RATIO = 1.2;
+const BULLET = /^[•◦▪‣●■·]\s*/u;
+
+/** One page as read: lines of its text layer to lay out, or the markdown OCR made of it. */
+export type PageContent = { kind: 'text'; lines: Line[] } | { kind: 'ocr'; markdown: string };
+
+/**
+ * Running headers and footers: the same text at the same height at the top or bottom of a page,
+ * in body size or smaller (a heading may repeat: "Chapter 1", "Chapter 2"). Numbers in them may
+ * differ only as page numbers do: by the page's index (`Page 3 of 9`, `- 4 -`). "Total 120" on
+ * one page and "Total 95" on the next are content.
+ */
+function repeatKey(line: Line): string {
+  const text = line.text.toLowerCase().replace(/\d+/g, '#').replace(/\s+/g, ' ');
+  return `${text}@${Math.round(line.y / 2)}`;
+}
+
+type Sighting = { page: number; numbers: number[] };
+
+/** Whether each number in the sightings stays the same or moves with the page (a page number). */
+function isRunning(seen: readonly Sighting[]): boolean {
+  const [first] = seen;
+  if (first === undefined) return false;
+  return first.numbers.every((n, k) => {
+    const at = (s: Sighting) => s.numbers[k] ?? NaN;
+    return seen.every((s) => at(s) === n) || seen.every((s) => at(s) - s.page === n - first.page);
+  });
+}
+
+/** Drops the lines that repeat as a running header or footer. */
+export function dropRepeated(pages: Line[][], body: number): Line[][] {
+  const edges = pages.map((lines) => {
+    const sorted = [...lines].sort(topDown);
+    const edge = [...sorted.slice(0, 2), ...sorted.slice(-2)];
+    return edge.filter((l) => l.size < body * HEADING_RATIO);
+  });
+  const seen = new Map<string, Sighting[]>();
+  edges.forEach((edge, page) => {
+    for (const l of edge) {
+      const list = seen.get(repeatKey(l)) ?? [];
+      if (list.at(-1)?.page !== page)
+        list.push({ page, numbers: (l.text.match(/\d+/g) ?? []).map(Number) });
+      seen.set(repeatKey(l), list);
+    }
+  });
+  // On most pages of a short document; on 3 pages of a longer one (chapter titles as headers).
+  const needed = Math.min(3, Math.max(2, Math.ceil(pages.length / 2)));
+  const running = new Set(
+    [...seen].filter(([, list]) => list.length >= needed && isRunning(list)).map(([key]) => key),
+  );
+  return pages.map((lines, i) =>
+    lines.filter((l) => !(edges[i]?.includes(l) && running.has(repeatKey(l)))),
+  );
+}
+
+/** The body text size: the size most characters are set in. */
+function bodySize(pages: readonly Line[][]): number {
+  const chars = new Map<number, number>();
+  for (const line of pages.flat()) {
+    const size = Math.round(line.size * 2) / 2;
+    chars.set(size, (chars.get(size) ?? 0) + line.text.length);
+  }
+  return [...chars].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 0;
+}
+
+/** One page's lines → markdown blocks; `levels` maps heading sizes to `#` counts. */
+function pageToMarkdown(lines: readonly Line[], body: number, levels: Map<number, number>): string {
+  const level = (l: Line) =>
+    l.size >= body * HEADING_RATIO && letters(l.text) >= 2
+      ? (levels.get(Math.round(l.size * 2) / 2) ?? 3)
+      : 0;
+  const gaps = lines.flatMap((l, i) => {
+    const gap = (lines[i - 1]?.y ?? Infinity) - l.y;
+    return gap > 0.8 * body && gap < 3 * body ? [gap] : [];
+  });
+  const leading = median(gaps) ?? 1.2 * body;
+  const blocks: string[] = [];
+  let para: Line[] = [];
+  const flush = () => {
+    const first = para[0];
+    if (first === undefined) return;
+    const text = joinLines(para.map((l) => l.text));
+    const h = level(first);
+    if (h > 0 && text.length <= 200) blocks.push(`${'#'.repeat(h)} ${text}`);
+    else if (BULLET.test(text)) blocks.push(`- ${text.replace(BULLET, '')}`);
+    else blocks.push(escapeParagraph(text));
+    para = [];
+  };
+  for (const line of lines) {
+    const [first, prev] = [para[0], para.at(-1)];
+    if (first !== undefined && prev !== undefined) {
+      const gap = prev.y - line.y;
+      const right = Math.max(...para.map((l) => l.x1));
+      const ends =
+        level(prev) !== level(line) ||
+        Math.abs(prev.size - line.size) > 0.15 * body ||
+        gap <= 0 ||
+        gap > 1.3 * Math.max(leading, prev.size) ||
+        BULLET.test(line.text) ||
+        (!BULLET.test(first.text) && line.x0 > prev.x0 + line.size) ||
+        (para.length > 1 && /[.!?:]$/.test(prev.text) && prev.x1 < right - 3 * prev.size);
+      if (ends) flush();
+    }
+    para.push(line);
+  }
+  flush();
+  return blocks.join('\n\n');
+}
+
+/** Markdown of every page, with the text-layer pages laid out against each other. */
+export function layoutPages(pages: readonly PageContent[]): string[] {
+  const textPages = pages.flatMap((p) => (p.kind === 'text' ? [p.lines] : []));
+  const body = bodySize(textPages);
+  const kept = dropRepeated(textPages, body);
+  const headingSizes = [
+    ...new Set(
+      kept
+        .flat()
+        .filter((l) => l.size >= body * HEADING_RATIO)
+        .map((l) => Math.round(l.size * 2) / 2),
+    ),
+  ].sort((a, b) => b - a);
+  const levels = new Map(headingSizes.map((s, i) => [s, Math.min(i + 1, 3)]));
+  let next = 0;
+  return pages.map((p) =>
+    p.kind === 'ocr' ? p.markdown : pageToMarkdown(readingOrder(kept[next++] ?? []), body, levels),
+  );
+}

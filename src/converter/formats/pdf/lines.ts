@@ -1,0 +1,145 @@
+/**
+ * A PDF page's text runs → lines → reading order. Pure: plain objects in and out, no pdf.js
+ * (`../pdf.ts` turns pdf.js text items into TextRuns), so the rules are tested on hand-made runs.
+ */
+
+/** Above this many lines on a page reading order is a plain sort (XY-cut is quadratic). */
+const MAX_XY_CUT_LINES = 1500;
+/** Fewer letters/digits than this on a page: no usable text layer (a scan, or just a number). */
+const MIN_TEXT_CHARS = 10;
+
+/** One positioned run of text as the PDF draws it, in PDF units (origin bottom left, y upwards). */
+export interface TextRun {
+  str: string;
+  /** Start of the baseline. */
+  x: number;
+  y: number;
+  width: number;
+  /** Font size (the text matrix's vertical scale). */
+  size: number;
+}
+
+/** Runs on one baseline, joined; what the layout works on. */
+export interface Line {
+  text: string;
+  x0: number;
+  x1: number;
+  /** Baseline, PDF units (upwards). */
+  y: number;
+  size: number;
+}
+
+/** The middle value; sorts `values` in place. */
+export const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1];
+/** Top of the page first, then left to right. */
+export const topDown = (a: Line, b: Line) => b.y - a.y || a.x0 - b.x0;
+/** How many letters and digits `text` has. */
+export const letters = (text: string) => text.match(/[\p{L}\p{N}]/gu)?.length ?? 0;
+
+/** Text runs → lines: runs on one baseline, split where a gap is wide enough to be a gutter. */
+export function toLines(items: readonly TextRun[]): Line[] {
+  const runs = items
+    .filter((item) => item.str.trim() !== '')
+    .map((item) => ({
+      text: item.str,
+      x0: item.x,
+      x1: item.x + item.width,
+      y: item.y,
+      size: item.size,
+    }))
+    .sort(topDown);
+  const lines: Line[] = [];
+  let row: Line[] = [];
+  const flushRow = () => {
+    row.sort((a, b) => a.x0 - b.x0);
+    let line: Line | undefined;
+    for (const run of row) {
+      const gap = line === undefined ? 0 : run.x0 - line.x1;
+      if (line === undefined || gap > 1.5 * run.size) {
+        line = { ...run };
+        lines.push(line);
+        continue;
+      }
+      const space = gap > 0.15 * run.size && !/\s$/.test(line.text) && !/^\s/.test(run.text);
+      line.text += (space ? ' ' : '') + run.text;
+      line.x1 = Math.max(line.x1, run.x1);
+      line.size = Math.max(line.size, run.size);
+    }
+    row = [];
+  };
+  for (const run of runs) {
+    const first = row[0];
+    if (first !== undefined && Math.abs(first.y - run.y) > 0.5 * Math.min(first.size, run.size)) {
+      flushRow();
+    }
+    row.push(run);
+  }
+  flushRow();
+  for (const line of lines) line.text = line.text.replace(/\s+/g, ' ').trim();
+  return lines;
+}
+
+/**
+ * Whether a page's text layer is worth reading: enough letters/digits, and not mostly unmapped
+ * glyphs (U+FFFD or private-use characters from a font without a usable Unicode map).
+ */
+export function hasUsableText(lines: readonly Line[]): boolean {
+  const text = lines.map((l) => l.text).join(' ');
+  const junk = text.match(/[\uFFFD\p{Co}]/gu)?.length ?? 0;
+  return letters(text) >= MIN_TEXT_CHARS && junk <= letters(text) / 10;
+}
+
+/** The widest gap between parts of `lines` along one axis, splitting them in two. */
+function widestGap(
+  lines: readonly Line[],
+  start: (l: Line) => number,
+  end: (l: Line) => number,
+): { gap: number; first: Line[]; second: Line[] } | null {
+  const sorted = [...lines].sort((a, b) => start(a) - start(b));
+  let reach = -Infinity;
+  let best: { gap: number; at: number } | null = null;
+  for (const [i, line] of sorted.entries()) {
+    const gap = start(line) - reach;
+    if (i > 0 && gap > 0 && (best === null || gap > best.gap)) best = { gap, at: i };
+    reach = Math.max(reach, end(line));
+  }
+  if (best === null) return null;
+  return { gap: best.gap, first: sorted.slice(0, best.at), second: sorted.slice(best.at) };
+}
+
+/** Vertical extent of some lines (bottom, top). */
+function extent(lines: readonly Line[]): [number, number] {
+  return [
+    Math.min(...lines.map((l) => l.y - 0.25 * l.size)),
+    Math.max(...lines.map((l) => l.y + l.size)),
+  ];
+}
+
+/**
+ * Reading order by recursive XY-cut: columns (a vertical gutter with text beside it on both
+ * sides) are read left to right, else bands (a horizontal gap) top to bottom.
+ */
+export function readingOrder(lines: readonly Line[]): Line[] {
+  if (lines.length <= 1 || lines.length > MAX_XY_CUT_LINES) return [...lines].sort(topDown);
+  const em = median(lines.map((l) => l.size)) ?? 0;
+  const columns = widestGap(
+    lines,
+    (l) => l.x0,
+    (l) => l.x1,
+  );
+  if (columns !== null && columns.gap >= em) {
+    const [b1, t1] = extent(columns.first);
+    const [b2, t2] = extent(columns.second);
+    // A right-aligned date above a letter is not a column: require the parts to sit side by side.
+    if (Math.min(t1, t2) - Math.max(b1, b2) >= 0.5 * Math.min(t1 - b1, t2 - b2)) {
+      return [...readingOrder(columns.first), ...readingOrder(columns.second)];
+    }
+  }
+  const bands = widestGap(
+    lines,
+    (l) => -(l.y + l.size),
+    (l) => -(l.y - 0.25 * l.size),
+  );
+  if (bands === null) return [...lines].sort(topDown);
+  return [...readingOrder(bands.first), ...readingOrder(bands.second)];
+}
