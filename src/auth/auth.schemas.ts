@@ -1,12 +1,9 @@
 /** Request and response schemas of the auth routes: validation, types and OpenAPI in one place. */
 import { Type } from 'typebox';
 
-const LevelSchema = Type.Union(
-  [Type.Literal('L0'), Type.Literal('L1'), Type.Literal('L2')],
-  {
-    description: 'Agent level: L0 executive > L1 manager > L2 worker.',
-  },
-);
+const LevelSchema = Type.Union([Type.Literal('L0'), Type.Literal('L1'), Type.Literal('L2')], {
+  description: 'Agent level: L0 executive > L1 manager > L2 worker.',
+});
 
 export const TokenRequestSchema = Type.Object(
   {

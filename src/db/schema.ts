@@ -249,5 +249,4 @@ export type DocumentRow = Selectable<KnowledgeDocumentsTable>;
 export type ChunkRow = Selectable<KnowledgeChunksTable>;
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
-export type AuditRow = Selectable<AuditLogTable>;
 export type Db = Kysely<DB>;

@@ -1,6 +1,6 @@
 /** The text-layer layout rules of the PDF converter, on hand-made lines (no PDF, no process). */
 import { describe, expect, it } from 'vitest';
-import { joinLines, ocrTextToMarkdown } from '../../src/converter/formats/ocr.js';
+import { joinLines, ocrTextToMarkdown } from '../../src/converter/formats/paragraphs.js';
 import { dropRepeated, layoutPages } from '../../src/converter/formats/pdf/layout.js';
 import {
   readingOrder,

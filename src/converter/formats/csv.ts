@@ -3,7 +3,7 @@ import { parse } from 'csv-parse/sync';
 import { renderTables } from './markdown.js';
 import type { Conversion } from './types.js';
 
-export interface CsvOptions {
+interface CsvOptions {
   /** Field separator; sniffed from the first line when omitted. */
   delimiter?: string;
   rowsPerTable?: number;

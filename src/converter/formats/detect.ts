@@ -32,7 +32,7 @@ export type Detection =
   | { kind: 'unsupported'; format: string; mime: string; description: string };
 
 /** What file-type reports for the content (or undefined: no known binary signature). */
-export interface Signature {
+interface Signature {
   ext: string;
   mime: string;
 }

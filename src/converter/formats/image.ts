@@ -18,9 +18,9 @@ import {
   isBlank,
   OCR_MAX_PIXELS,
   OcrSession,
-  withPageMarkers,
   type GrayImage,
 } from './ocr.js';
+import { withPageMarkers } from './paragraphs.js';
 
 // utif2 is a CommonJS bundle whose exports Node's ESM loader cannot see by name.
 const UTIF = createRequire(import.meta.url)('utif2') as typeof Utif;

@@ -12,7 +12,7 @@ import type { Conversion } from './types.js';
 export type { Conversion } from './types.js';
 export type { Detection, TextFormat } from './detect.js';
 
-export interface ConvertOptions {
+interface ConvertOptions {
   rowsPerTable?: number;
 }
 

@@ -13,7 +13,7 @@
 import { fenced, headingText, renderTables } from './markdown.js';
 import type { Conversion } from './types.js';
 
-export interface JsonOptions {
+interface JsonOptions {
   /** Pretty-printed size up to which the whole document is one code block. */
   smallBytes?: number;
   rowsPerTable?: number;

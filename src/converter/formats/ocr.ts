@@ -2,8 +2,7 @@
  * OCR with tesseract.js, offline: traineddata comes from the `@tesseract.js-data/<lang>` npm
  * packages (English is a dependency; more languages work once their package is installed), never
  * from the CDN tesseract.js falls back to when `langPath` is unset. One worker per conversion,
- * started on the first page that needs it and terminated at the end. Also the line-joining rules
- * shared by OCR output and PDF text layers.
+ * started on the first page that needs it and terminated at the end.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, symlink } from 'node:fs/promises';
@@ -12,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type Tesseract from 'tesseract.js';
-import { EXIT_CODES, PAGE_MARKER_PATTERN, pageMarker } from '../contract.js';
+import { EXIT_CODES } from '../contract.js';
 import { ConvertError } from './convert-error.js';
-import { normalizeText } from './text.js';
+import { ocrTextToMarkdown } from './paragraphs.js';
 
 const require = createRequire(import.meta.url);
 const DATA_SCOPE = '@tesseract.js-data';
@@ -113,50 +112,6 @@ export function isBlank(image: GrayImage): boolean {
   let dark = 0;
   for (const value of image.pixels) if (value < 128 && ++dark > allowed) return false;
   return true;
-}
-
-/**
- * Joins the lines of one paragraph. A hyphen between two lowercase letters at a line end is a
- * word split by the layout (`organi-` + `zation` → `organization`); before a capital or a digit it
- * is part of the word (`North-` + `East` → `North-East`). Soft hyphens always go.
- */
-export function joinLines(lines: readonly string[]): string {
-  let out = '';
-  for (const raw of lines) {
-    const line = raw.trim();
-    if (line === '') continue;
-    if (out === '') out = line;
-    else if (out.endsWith('\u00AD') || (/\p{Ll}-$/u.test(out) && /^\p{Ll}/u.test(line))) {
-      out = out.slice(0, -1) + line;
-    } else if (/[\p{L}\p{N}]-$/u.test(out)) out += line;
-    else out += ` ${line}`;
-  }
-  return out.replace(/\u00AD/g, '').replace(/\s+/g, ' ');
-}
-
-/**
- * A paragraph that would read as markup it is not: a `#` heading, or a line the chunker would take
- * for a page marker (which would shift every page number after it).
- */
-export function escapeParagraph(text: string): string {
-  return PAGE_MARKER_PATTERN.test(text) || /^#{1,6}(?:\s|$)/.test(text) ? `\\${text}` : text;
-}
-
-/** Tesseract's text (lines, blank line between paragraphs) → markdown paragraphs. */
-export function ocrTextToMarkdown(text: string): string {
-  return normalizeText(text)
-    .split(/\n[ \t]*\n/)
-    .map((p) => escapeParagraph(joinLines(p.split('\n'))))
-    .filter((p) => p !== '')
-    .join('\n\n');
-}
-
-/** Markdown of pages → one document, `<!-- page: n -->` before each page (also an empty one). */
-export function withPageMarkers(pages: readonly string[]): string {
-  const parts = pages.map((m, i) =>
-    m === '' ? pageMarker(i + 1) : `${pageMarker(i + 1)}\n\n${m}`,
-  );
-  return `${parts.join('\n\n')}\n`;
 }
 
 /** A PGM file: the simplest format Leptonica reads, and no encoding cost. */

@@ -25,8 +25,8 @@ import {
   OcrSession,
   type GrayImage,
   type PixelSource,
-  withPageMarkers,
 } from './ocr.js';
+import { withPageMarkers } from './paragraphs.js';
 import { layoutPages, type PageContent } from './pdf/layout.js';
 import { hasUsableText, toLines, type Line, type TextRun } from './pdf/lines.js';
 

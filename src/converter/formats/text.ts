@@ -3,14 +3,14 @@
  * problems are handled (and warned about) once.
  */
 
-export interface DecodedText {
+interface DecodedText {
   text: string;
   /** The encoding actually used, e.g. `utf-8`, `utf-16le`, `windows-1252`. */
   encoding: string;
   warnings: string[];
 }
 
-export interface DecodeOptions {
+interface DecodeOptions {
   /** Honour a `<meta charset>` declaration near the start (HTML files are often not UTF-8). */
   htmlCharset?: boolean;
 }

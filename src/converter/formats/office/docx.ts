@@ -39,7 +39,7 @@ const NO_IMAGE = mammoth.images.imgElement(() => Promise.resolve({ src: 'data:,'
  * The list is cut off and split at those ids (not at `</li>`, which a note with a list inside
  * also contains); the numbers mammoth shows, unique across foot- and endnotes, become the labels.
  */
-export function splitNotes(html: string): { body: string; notes: Note[] } {
+function splitNotes(html: string): { body: string; notes: Note[] } {
   const labels = new Map<string, string>();
   const body0 = html.replace(
     /<sup><a href="#((?:foot|end)note-[^"]+)" id="[^"]*">\[(\d+)\]<\/a><\/sup>/g,

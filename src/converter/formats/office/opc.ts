@@ -22,7 +22,7 @@ export function dirname(part: string): string {
 }
 
 /** Resolves a relationship target against the directory of its source part. */
-export function resolvePart(baseDir: string, target: string): string {
+function resolvePart(baseDir: string, target: string): string {
   const segments = target.startsWith('/') ? [] : baseDir.split('/').filter((s) => s !== '');
   for (const segment of target.split('/')) {
     if (segment === '..') segments.pop();

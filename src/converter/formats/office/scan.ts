@@ -10,7 +10,7 @@
  */
 import { tagAttributes } from './xml.js';
 
-export type ScanEvent =
+type ScanEvent =
   | { type: 'open'; local: string; attrs: Record<string, string> }
   | { type: 'close'; local: string }
   | { type: 'element'; local: string; xml: string };

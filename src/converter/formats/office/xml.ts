@@ -32,7 +32,7 @@ const parser = new XMLParser({
   cdataPropName: '#cdata',
 });
 
-export function localName(name: string): string {
+function localName(name: string): string {
   const colon = name.indexOf(':');
   return colon < 0 ? name : name.slice(colon + 1);
 }

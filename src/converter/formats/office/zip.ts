@@ -17,15 +17,15 @@ import { ConvertError } from '../convert-error.js';
 const MiB = 1024 * 1024;
 
 /** Inflated : compressed above this, on an entry past RATIO_MIN_BYTES, is treated as a bomb. */
-export const MAX_COMPRESSION_RATIO = 200;
+const MAX_COMPRESSION_RATIO = 200;
 /** Small entries may compress extremely well (a blank sheet); only big ones are ratio-checked. */
-export const RATIO_MIN_BYTES = MiB;
+const RATIO_MIN_BYTES = MiB;
 /**
  * Parts that are parsed into a whole tree (DOCX/ODT body, slides, styles) at most: a DOM costs
  * many times the XML's size, so this keeps memory bounded well below maxUncompressedBytes.
  * Spreadsheet rows are streamed and bounded by maxUncompressedBytes and maxCells instead.
  */
-export const MAX_TREE_PART_BYTES = 32 * MiB;
+const MAX_TREE_PART_BYTES = 32 * MiB;
 
 const OLE_SIGNATURE = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
 /** Stream names an encrypted OOXML package has inside its OLE wrapper (UTF-16LE directory). */
@@ -73,7 +73,7 @@ async function oleKind(path: string): Promise<'encrypted' | 'legacy' | null> {
 }
 
 /** Part names are case-insensitive in OOXML and may be written with a leading slash. */
-export function partKey(name: string): string {
+function partKey(name: string): string {
   return name.replace(/^\/+/, '').toLowerCase();
 }
 

@@ -3,7 +3,7 @@
  * dropped across pages, headings come from font size against the body text, and paragraphs from
  * line spacing, indents and bullets, with line-end hyphenation repaired.
  */
-import { escapeParagraph, joinLines } from '../ocr.js';
+import { escapeParagraph, joinLines } from '../paragraphs.js';
 import { letters, median, readingOrder, topDown, type Line } from './lines.js';
 
 /** Line size ≥ body size × this: a heading. */
