@@ -1,9 +1,8 @@
 /** Starts the HTTP server: context, first-start key, app, listen; and stops it gracefully. */
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createContext, type AppContext, type ContextOptions } from './context.js';
-import { sweepScratch } from './knowledge/storage/scratch.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -37,35 +36,6 @@ export async function ensureInitialKeys(
   return first?.rawKey ?? null;
 }
 
-/** Start-up housekeeping of the knowledge base after a crash or restart. */
-export async function recoverKnowledge(ctx: AppContext): Promise<void> {
-  await sweepScratch(ctx.knowledge.scratchDir);
-  if (ctx.queue.driver === 'memory') await ctx.knowledge.documents.sweepOrphanFiles();
-  else {
-    // Other instances may be mid-upload: orphans are confirmed after a minute, in the background.
-    void ctx.knowledge.documents.sweepOrphanFiles(60_000).catch((error: unknown) => {
-      ctx.log.warn({ err: error }, 'sweeping orphan files failed');
-    });
-  }
-  await ctx.knowledge.indexing.recoverInterrupted();
-}
-
-/**
- * Loads the in-process search indexes before the server listens: loading blocks (better-sqlite3)
- * and the first query should not pay for it. A failure only delays it to the first search.
- */
-async function warmSearch(ctx: AppContext, log: FastifyBaseLogger): Promise<void> {
-  const start = performance.now();
-  try {
-    const chunks = await ctx.knowledge.retrieval.warm();
-    if (chunks > 0) {
-      log.info({ chunks, ms: Math.round(performance.now() - start) }, 'search indexes loaded');
-    }
-  } catch (error) {
-    log.warn({ err: error }, 'loading the search indexes failed; the first search retries');
-  }
-}
-
 export async function startServer(
   config: Config,
   options: ContextOptions & { print?: (line: string) => void } = {},
@@ -81,12 +51,7 @@ export async function startServer(
         'migration safety check failed: read-only mode',
       );
     const firstKey = await ensureInitialKeys(ctx, app.log);
-    if (!ctx.readOnly) await recoverKnowledge(ctx);
-    await warmSearch(ctx, app.log);
-    // Loads (or on the very first start, builds) the embedding model in the background.
-    ctx.knowledge.embedder.ready().catch((error: unknown) => {
-      app?.log.error({ err: error }, 'the embedding model could not be loaded');
-    });
+    await ctx.knowledge.start({ recover: !ctx.readOnly });
     await app.listen({ port: config.port, host: config.host });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr !== null ? addr.port : config.port;

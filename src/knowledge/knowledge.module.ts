@@ -1,4 +1,8 @@
-/** Wires the knowledge base: storage, chunk store, converter commands, embedder and services. */
+/**
+ * Wires the knowledge base (storage, chunk store, converter commands, embedder, services, the
+ * indexing job) and starts it: `start()` is the start-up housekeeping the server runs before it
+ * listens.
+ */
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
@@ -10,17 +14,21 @@ import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
+import { IndexJob } from './index-job.js';
+import { IndexPipeline } from './index-pipeline.js';
 import { IndexingService } from './indexing.service.js';
 import { RetrievalService } from './retrieval.service.js';
 import type { ChunkStore } from './search/chunk-store.js';
 import { SqliteChunkStore } from './search/sqlite/sqlite-chunk-store.js';
 import { LocalStorage } from './storage/local-storage.js';
+import { sweepScratch } from './storage/scratch.js';
 import type { FileStorage } from './storage/storage.js';
+
+/** Instances sharing the storage may be mid-upload: their files look orphaned this long. */
+const SHARED_ORPHAN_GRACE_MS = 60_000;
 
 export interface KnowledgeModule {
   storage: FileStorage;
-  /** Local directory for uploads being received and converter output. */
-  scratchDir: string;
   commands: readonly ConverterCommand[];
   embedder: EmbeddingProvider;
   documents: DocumentsService;
@@ -28,6 +36,13 @@ export interface KnowledgeModule {
   retrieval: RetrievalService;
   uploadMaxBytes: number;
   converterStatus(): ReturnType<typeof converterStatus>;
+  /**
+   * Start-up, before the server listens. With `recover` (not in read-only mode): stale scratch
+   * files removed, files of deleted documents swept, runs a crash or restart interrupted queued
+   * again. Then the search indexes are loaded (the first query should not pay for it; a failure
+   * only delays it to the first search) and the embedding model starts loading in the background.
+   */
+  start(options: { recover: boolean }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -61,32 +76,66 @@ export async function createKnowledgeModule(
   const repo = new DocumentsRepository(database.db);
   const store = await createChunkStore(database);
   const commands = loadCommands(config.knowledge);
-  const indexing = new IndexingService({
+  const pipeline = new IndexPipeline({
     repo,
     store,
     storage,
-    queue,
     embedder,
     commands,
     convert: runConverter,
     config: config.knowledge,
-    dataDir: config.dataDir,
     scratchDir,
     log,
   });
+  const job = new IndexJob({ pipeline, repo, dataDir: config.dataDir, log });
+  job.register(queue);
+  const indexing = new IndexingService({ repo, queue, commands, log });
   const documents = new DocumentsService(repo, store, storage, log, (id) => {
-    indexing.cancel(id);
+    job.cancel(id);
   });
+  const retrieval = new RetrievalService(store, embedder, log);
+
+  async function recover(): Promise<void> {
+    await sweepScratch(scratchDir);
+    if (queue.driver === 'memory') await documents.sweepOrphanFiles();
+    else {
+      // Other instances may be mid-upload: orphans are confirmed after a grace, in the background.
+      void documents.sweepOrphanFiles(SHARED_ORPHAN_GRACE_MS).catch((error: unknown) => {
+        log.warn({ err: error }, 'sweeping orphan files failed');
+      });
+    }
+    await indexing.recoverInterrupted();
+  }
+
+  async function warmSearch(): Promise<void> {
+    const start = performance.now();
+    try {
+      const chunks = await retrieval.warm();
+      if (chunks > 0) {
+        log.info({ chunks, ms: Math.round(performance.now() - start) }, 'search indexes loaded');
+      }
+    } catch (error) {
+      log.warn({ err: error }, 'loading the search indexes failed; the first search retries');
+    }
+  }
+
   return {
     storage,
-    scratchDir,
     commands,
     embedder,
     documents,
     indexing,
-    retrieval: new RetrievalService(store, embedder, log),
+    retrieval,
     uploadMaxBytes: config.knowledge.uploadMaxBytes,
     converterStatus: () => converterStatus(config.knowledge),
+    async start({ recover: shouldRecover }) {
+      if (shouldRecover) await recover();
+      await warmSearch();
+      // Loads (on the very first start, builds) the embedding model in the background.
+      embedder.ready().catch((error: unknown) => {
+        log.error({ err: error }, 'the embedding model could not be loaded');
+      });
+    },
     close: () => embedder.close(),
   };
 }

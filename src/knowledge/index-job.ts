@@ -1,0 +1,122 @@
+/**
+ * The `knowledgeIndex` job: one indexing run of a document. IndexingService queues it, with the
+ * run's token as the job id; a worker of the queue (this process's lanes, or any instance's on
+ * the shared PostgreSQL queue) calls `handle`, which runs the pipeline (index-pipeline.ts) and,
+ * when the run fails, marks the document failed with a plain message. knowledge.module.ts
+ * registers it.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { AppError } from '../errors.js';
+import type { JobContext, JobQueue } from '../queue/queue.js';
+import type { DocumentsRepository } from './documents.repository.js';
+import type { IndexParams, IndexPipeline, IndexResult } from './index-pipeline.js';
+
+/** The job type, also the queue lane of indexing runs. */
+export const INDEX_JOB = 'knowledgeIndex';
+
+/**
+ * The payload, stored as JSON and perhaps read by an instance of another version: `version`
+ * names its shape (payloads queued before the field existed are version 1).
+ */
+export interface IndexJobPayload {
+  version: 1;
+  documentId: string;
+  /** The run's `index_token`, also the job id. */
+  token: string;
+  params: IndexParams;
+}
+
+/** The payload of a run. */
+export function indexJobPayload(
+  documentId: string,
+  token: string,
+  params: IndexParams,
+): IndexJobPayload {
+  return { version: 1, documentId, token, params };
+}
+
+/** A stored payload, checked: a version this build does not know fails the job. */
+function readPayload(payload: unknown): IndexJobPayload {
+  const p = (payload ?? {}) as Partial<Record<keyof IndexJobPayload, unknown>>;
+  const version = p.version ?? 1;
+  if (version !== 1 || typeof p.documentId !== 'string' || typeof p.token !== 'string') {
+    throw new AppError(
+      'INTERNAL_ERROR',
+      `This indexing job (payload version ${JSON.stringify(version)}) was queued by another version of the server.`,
+    );
+  }
+  return { version, documentId: p.documentId, token: p.token, params: p.params as IndexParams };
+}
+
+export interface IndexJobDeps {
+  pipeline: IndexPipeline;
+  repo: DocumentsRepository;
+  /** Absolute; stripped from error messages. */
+  dataDir: string;
+  log: FastifyBaseLogger;
+}
+
+export class IndexJob {
+  /** Runs in this process, by document id, so that deleting a document can stop its run. */
+  private readonly running = new Map<string, AbortController>();
+
+  constructor(private readonly deps: IndexJobDeps) {}
+
+  /** Makes this instance run indexing jobs. */
+  register(queue: JobQueue): void {
+    queue.handle(INDEX_JOB, (payload, job) => this.handle(readPayload(payload), job), {
+      // Instances kept dying while indexing it (a crashing document?): fail it, don't retry.
+      onAbandoned: async (payload, error) => {
+        const { documentId, token } = readPayload(payload);
+        await this.deps.repo.failIndex(documentId, token, error.message);
+      },
+    });
+  }
+
+  /** Cancels a run of the document in this process (its results would be discarded anyway). */
+  cancel(documentId: string): void {
+    this.running.get(documentId)?.abort(new AppError('KNOWLEDGE_INDEX_CANCELLED'));
+  }
+
+  /** Runs the job; a failed run leaves the document `failed` with the error's message. */
+  async handle(job: IndexJobPayload, context: JobContext): Promise<IndexResult> {
+    const { documentId: id, token, params } = job;
+    const controller = new AbortController();
+    this.running.set(id, controller);
+    const signal = AbortSignal.any([controller.signal, context.signal]);
+    try {
+      return await this.deps.pipeline.run(id, token, params, signal);
+    } catch (error) {
+      if (context.signal.aborted) {
+        // This instance is shutting down (or lost the job's lease): the document stays
+        // `indexing`; the job is run again after the restart (memory queue) or by another
+        // instance (shared queue).
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'The server shut down during indexing; it resumes after the restart.',
+        );
+      }
+      const appError = this.toAppError(error, signal);
+      await this.deps.repo.failIndex(id, token, this.redact(appError.message));
+      throw new AppError(appError.code, this.redact(appError.message));
+    } finally {
+      if (this.running.get(id) === controller) this.running.delete(id);
+    }
+  }
+
+  /** Messages reach clients: no absolute data-directory paths, no credentials in URLs. */
+  private redact(message: string): string {
+    return message.replaceAll(`${this.deps.dataDir}/`, '').replace(/\/\/[^/@\s]+@/g, '//');
+  }
+
+  private toAppError(error: unknown, signal: AbortSignal): AppError {
+    if (signal.aborted && signal.reason instanceof AppError) return signal.reason;
+    if (error instanceof AppError) return error;
+    this.deps.log.error({ err: error }, 'indexing failed');
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof Error && error.name === 'EmbeddingError') {
+      return new AppError('KNOWLEDGE_EMBEDDING_FAILED', `Embedding failed: ${message}`);
+    }
+    return new AppError('KNOWLEDGE_CONVERTER_FAILED', `Indexing failed: ${message}`);
+  }
+}

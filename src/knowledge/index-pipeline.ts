@@ -1,0 +1,275 @@
+/**
+ * One indexing run, in three stages:
+ *
+ * 1. convert: the converter process on a local copy of the source file, into a scratch directory;
+ * 2. chunk and embed: the markdown into chunks (chunker.ts), each embedded with its section trail,
+ *    reusing the stored vector of any identical text of the same model;
+ * 3. commit: the markdown stored, then one transaction swaps the document's chunks, vectors and
+ *    keyword rows and marks it indexed, if the run still holds the document's `index_token`
+ *    (deleting the document, or a newer run, removes it: a stale run then writes nothing).
+ *
+ * index-job.ts runs it as a queue job; failures are that file's to report.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.js';
+import type { DocumentRow } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { chunkMarkdown, type Chunk } from './chunker.js';
+import type { ConverterCommand } from './converting/commands.js';
+import type { runConverter } from './converting/runner.js';
+import type { DocumentsRepository } from './documents.repository.js';
+import type { EmbeddingProvider } from './embeddings/provider.js';
+import type { KnowledgeDocument } from './knowledge.schemas.js';
+import { toDocument } from './mappers.js';
+import type { ChunkStore, NewChunk } from './search/chunk-store.js';
+import { documentKeys, type FileStorage } from './storage/storage.js';
+
+/** The parameters of a run, defaults resolved (see IndexingService.index). */
+export interface IndexParams {
+  commandId: string;
+  maxChars: number;
+  overlapChars: number;
+}
+
+/** What a run answers: the indexed document. */
+export interface IndexResult {
+  document: KnowledgeDocument;
+  chunkCount: number;
+  embeddingModel: string;
+}
+
+export interface PipelineDeps {
+  repo: DocumentsRepository;
+  store: ChunkStore;
+  storage: FileStorage;
+  embedder: EmbeddingProvider;
+  commands: readonly ConverterCommand[];
+  convert: typeof runConverter;
+  config: Config['knowledge'];
+  /** Local directory for converter output. */
+  scratchDir: string;
+  log: FastifyBaseLogger;
+}
+
+/** The converter's output. */
+type Converted = Awaited<ReturnType<typeof runConverter>>;
+
+/** The chunks of a run with their vectors; `cached` of them reused stored vectors. */
+interface Embedded {
+  chunks: NewChunk[];
+  cached: number;
+}
+
+/** Stage name → milliseconds, recorded in converterMeta.timings. */
+type Timings = Record<string, number>;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** What the embedder sees: the section trail gives a chunk the context its heading carries. */
+function embeddingText(sectionPath: string, content: string): string {
+  return sectionPath === '' ? content : `${sectionPath}\n${content}`;
+}
+
+/** Runs `stage` and records its duration under `name`. */
+async function timed<T>(timings: Timings, name: string, stage: () => Promise<T> | T): Promise<T> {
+  const start = performance.now();
+  const result = await stage();
+  timings[name] = Math.round(performance.now() - start);
+  return result;
+}
+
+export class IndexPipeline {
+  constructor(private readonly deps: PipelineDeps) {}
+
+  /** Runs the three stages for the document `id` under the run's `token`. */
+  async run(
+    id: string,
+    token: string,
+    params: IndexParams,
+    signal: AbortSignal,
+  ): Promise<IndexResult> {
+    const doc = await this.document(id, 'before its indexing run started');
+    const command = this.deps.commands.find((c) => c.id === params.commandId);
+    if (command === undefined) throw new AppError('KNOWLEDGE_COMMAND_NOT_FOUND');
+    const outputDir = join(this.deps.scratchDir, `convert-${randomUUID()}`);
+    const timings: Timings = {};
+    try {
+      const converted = await timed(timings, 'convertMs', () =>
+        this.convert(doc, command, outputDir, signal),
+      );
+      const embedded = await this.chunkAndEmbed(converted.markdown, params, signal, timings);
+      await this.commit(doc, token, { command, params, converted, embedded, timings });
+      return {
+        document: toDocument(await this.document(id, 'right after it was indexed')),
+        chunkCount: embedded.chunks.length,
+        embeddingModel: this.deps.embedder.model,
+      };
+    } finally {
+      await rm(outputDir, { recursive: true, force: true });
+    }
+  }
+
+  /** The document's row; a missing row means it was deleted `when`. */
+  private async document(id: string, when: string): Promise<DocumentRow> {
+    const row = await this.deps.repo.findById(id);
+    if (row === undefined) {
+      throw new AppError('KNOWLEDGE_INDEX_CANCELLED', `The document was deleted ${when}.`);
+    }
+    return row;
+  }
+
+  /** Stage 1: the converter on a local copy of the source file. */
+  private convert(
+    doc: DocumentRow,
+    command: ConverterCommand,
+    outputDir: string,
+    signal: AbortSignal,
+  ): Promise<Converted> {
+    const { storage, config } = this.deps;
+    return storage.withLocalFile(doc.file_path, (source) =>
+      this.deps.convert(command, source, outputDir, {
+        timeoutMs: config.converterTimeoutMs,
+        maxOutputBytes: config.converterMaxOutputBytes,
+        signal,
+      }),
+    );
+  }
+
+  /** Stage 2: chunks of the markdown, with their vectors. */
+  private async chunkAndEmbed(
+    markdown: string,
+    params: IndexParams,
+    signal: AbortSignal,
+    timings: Timings,
+  ): Promise<Embedded> {
+    const chunks = await timed(timings, 'chunkMs', () => chunkMarkdown(markdown, params));
+    if (chunks.length === 0) {
+      throw new AppError(
+        'KNOWLEDGE_NO_CHUNKS_GENERATED',
+        'The converted document contains no text to chunk.',
+      );
+    }
+    const { vectors, hashes, cached } = await timed(timings, 'embedMs', () =>
+      this.embed(chunks, signal),
+    );
+    signal.throwIfAborted();
+    const dimensions = this.deps.embedder.dimensions;
+    const prepared = chunks.map((c, i) => ({
+      id: randomUUID(),
+      chunkIndex: c.chunkIndex,
+      sectionPath: c.sectionPath,
+      page: c.page,
+      content: c.content,
+      tokenEstimate: c.tokenEstimate,
+      metadata: c.metadata,
+      contentHash: hashes[i] ?? '',
+      vector: vectors[i] ?? new Float32Array(dimensions),
+    }));
+    return { chunks: prepared, cached };
+  }
+
+  /**
+   * Vectors for the chunks, reusing stored ones of the same model for identical embedded text
+   * (keyed by its sha256), so re-indexing an unchanged or lightly edited document embeds only
+   * what changed.
+   */
+  private async embed(
+    chunks: readonly Chunk[],
+    signal: AbortSignal,
+  ): Promise<{ vectors: Float32Array[]; hashes: string[]; cached: number }> {
+    const { embedder, store } = this.deps;
+    await embedder.ready();
+    const texts = chunks.map((c) => embeddingText(c.sectionPath, c.content));
+    const hashes = texts.map(sha256);
+    const known = await store.cachedVectors(embedder.model, embedder.dimensions, [
+      ...new Set(hashes),
+    ]);
+    const missing = texts.flatMap((text, i) => (known.has(hashes[i] ?? '') ? [] : [{ text, i }]));
+    const fresh =
+      missing.length === 0
+        ? []
+        : await embedder.embedDocuments(
+            missing.map((m) => m.text),
+            signal,
+          );
+    const vectors = hashes.map((h) => known.get(h) ?? new Float32Array(0));
+    missing.forEach((m, j) => {
+      vectors[m.i] = fresh[j] ?? new Float32Array(embedder.dimensions);
+    });
+    return { vectors, hashes, cached: texts.length - missing.length };
+  }
+
+  /**
+   * Stage 3: the markdown of the new version stored, then the chunks committed with the
+   * document's new state (one transaction); the previous version's markdown removed after.
+   */
+  private async commit(
+    doc: DocumentRow,
+    token: string,
+    run: {
+      command: ConverterCommand;
+      params: IndexParams;
+      converted: Converted;
+      embedded: Embedded;
+      timings: Timings;
+    },
+  ): Promise<void> {
+    const { deps } = this;
+    const { command, params, converted, embedded, timings } = run;
+    const { chunks } = embedded;
+    const markdownKey = documentKeys.markdown(doc.id, doc.version + 1);
+    await deps.storage.writeFile(markdownKey, converted.markdown);
+    const meta = {
+      ...(converted.meta ?? {}),
+      command: command.id,
+      chunking: {
+        maxChars: params.maxChars,
+        overlapChars: params.overlapChars,
+        chunkCount: chunks.length,
+      },
+      embedding: {
+        model: deps.embedder.model,
+        dimensions: deps.embedder.dimensions,
+        cachedChunks: embedded.cached,
+      },
+      timings: { ...(converted.meta?.timings ?? {}), ...timings },
+      warnings: converted.meta?.warnings ?? [],
+    };
+    const start = performance.now();
+    const outcome = await deps.store.commitIndex({
+      documentId: doc.id,
+      indexToken: token,
+      model: deps.embedder.model,
+      dimensions: deps.embedder.dimensions,
+      chunks,
+      document: {
+        markdown_path: markdownKey,
+        converter_command: command.id,
+        converter_meta: JSON.stringify(meta),
+      },
+    });
+    if (outcome === 'discarded') {
+      await deps.storage.remove(markdownKey);
+      throw new AppError('KNOWLEDGE_INDEX_CANCELLED');
+    }
+    if (doc.markdown_path !== null && doc.markdown_path !== markdownKey) {
+      await deps.storage.remove(doc.markdown_path).catch((error: unknown) => {
+        deps.log.warn(
+          { err: error, key: doc.markdown_path },
+          'could not remove the previous markdown',
+        );
+      });
+    }
+    deps.log.info(
+      {
+        documentId: doc.id,
+        chunks: chunks.length,
+        ms: { ...timings, commitMs: Math.round(performance.now() - start) },
+      },
+      'document indexed',
+    );
+  }
+}
