@@ -1,8 +1,11 @@
-/** The README's tables must name every variable the config reads and every error code. */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+/**
+ * The README's tables must name every variable the config reads and every error code; the
+ * architecture page must name files and folders that exist.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ENV_SCHEMA } from '../../src/config.js';
+import { ENV_SCHEMA } from '../../src/config.schema.js';
 import { ERROR_CATALOGUE } from '../../src/errors.js';
 
 const readme = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'utf8');
@@ -16,6 +19,48 @@ describe('README', () => {
   it('documents every error code with its status', () => {
     for (const [code, { status }] of Object.entries(ERROR_CATALOGUE)) {
       expect(readme).toMatch(new RegExp(`^\\|\\s*${status}\\s*\\|\\s*\`${code}\`\\s*\\|`, 'm'));
+    }
+  });
+});
+
+describe('docs/architecture.md', () => {
+  const root = resolve(import.meta.dirname, '../..');
+  const page = readFileSync(join(root, 'docs/architecture.md'), 'utf8');
+  const sources = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' }).map((f) =>
+    relative('.', f),
+  );
+
+  it('shows a tree whose every file and folder exists', () => {
+    const tree = /```\n([\s\S]*?)```/.exec(page)?.[1] ?? '';
+    const stack: string[] = [];
+    let named = 0;
+    for (const line of tree.split('\n')) {
+      const match = /^( *)(\S+)/.exec(line);
+      // Continuation lines of a description start further right, with a lower-case word.
+      if (match === null || (match[1] ?? '').length > 2 * stack.length + 2) continue;
+      const depth = (match[1] ?? '').length / 2;
+      const name = match[2] ?? '';
+      stack.length = depth;
+      const path = [...stack, name].join('');
+      const pattern = new RegExp(`^${path.replace(/[.]/g, '\\.').replace(/\*/g, '[^/]*')}$`);
+      const found = name.includes('*')
+        ? sources.some((f) => pattern.test(f.replace(/^/, 'src/')))
+        : existsSync(join(root, path));
+      expect(found, `${path} is named in the tree`).toBe(true);
+      named += 1;
+      if (name.endsWith('/')) stack.push(name);
+    }
+    expect(named).toBeGreaterThan(20);
+  });
+
+  it('cites source files that exist', () => {
+    const cited = [...page.matchAll(/`([\w./-]+\/[\w.-]+\.ts)`/g)].map((m) => m[1] ?? '');
+    expect(cited.length).toBeGreaterThan(5);
+    for (const path of cited) {
+      expect(
+        sources.some((f) => `/${f}`.endsWith(`/${path}`)),
+        `${path} is cited`,
+      ).toBe(true);
     }
   });
 });

@@ -1,0 +1,222 @@
+/**
+ * Every environment variable the server reads, with its type, bounds, default and meaning
+ * (TypeBox): config.ts validates the environment against it and builds the Config object.
+ */
+import { availableParallelism } from 'node:os';
+import { Type } from 'typebox';
+
+const cores = availableParallelism();
+
+const oneOf = <const T extends readonly string[]>(values: T, def: T[number], description: string) =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    { default: def, description },
+  );
+
+/** Every variable the server reads, with its default and meaning; the README table is built from it. */
+export const ENV_SCHEMA = Type.Object({
+  NODE_ENV: oneOf(
+    ['development', 'production', 'test'] as const,
+    'development',
+    '`production` refuses to start without explicit secrets.',
+  ),
+  PORT: Type.Integer({
+    minimum: 0,
+    maximum: 65535,
+    default: 4000,
+    description: 'TCP port; `0` picks a free port and prints the chosen address.',
+  }),
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Interface to listen on.' }),
+  API_PREFIX: Type.String({
+    pattern: '^(/[A-Za-z0-9._~-]+)+$',
+    default: '/api/v1',
+    description: 'Prefix of every API route except `/health` and `/docs`.',
+  }),
+  DATA_DIR: Type.String({
+    minLength: 1,
+    default: './data',
+    description: 'Where the SQLite database, generated secrets and stored files live.',
+  }),
+  DATABASE_URL: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'Unset: SQLite file `aps.sqlite` in `DATA_DIR`. `sqlite:<path>` for another file. `postgres://user:pass@host:port/db` for PostgreSQL (with pgvector): several instances can share it.',
+    }),
+  ),
+  DATABASE_POOL_MAX: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 10,
+    description: 'PostgreSQL: connections per instance.',
+  }),
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 3_600_000,
+    default: 30_000,
+    description: 'PostgreSQL: a statement running longer is cancelled (error 503).',
+  }),
+  STORAGE_DRIVER: Type.Union([Type.Literal('local'), Type.Literal('postgres')], {
+    default: 'local',
+    description:
+      'Where uploaded files and converted markdown live: `local` (under `DATA_DIR`, may be a shared volume) or `postgres` (in the database, so instances need no shared disk; needs a PostgreSQL `DATABASE_URL`).',
+  }),
+  JWT_SECRET: Type.Optional(
+    Type.String({
+      minLength: 32,
+      description: 'HS256 signing secret (≥ 32 chars). Unset outside production: generated once.',
+    }),
+  ),
+  JWT_TTL: Type.String({
+    pattern: '^[0-9]+[smhd]?$',
+    default: '15m',
+    description: 'Lifetime of issued JWTs: seconds, or a number with s/m/h/d.',
+  }),
+  API_KEY_SALT: Type.Optional(
+    Type.String({
+      minLength: 16,
+      description:
+        'Key of the HMAC that API keys are stored under (≥ 16 chars). Generated if unset.',
+    }),
+  ),
+  BOOTSTRAP_API_KEY: Type.Optional(
+    Type.String({
+      minLength: 24,
+      maxLength: 256,
+      pattern: '^[A-Za-z0-9._~+/=-]+$',
+      description: 'An L0 key with exactly this raw value is ensured at start-up (unless revoked).',
+    }),
+  ),
+  LOG_LEVEL: oneOf(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+    'info',
+    'Pino log level.',
+  ),
+  CORS_ORIGINS: Type.String({
+    default: '',
+    description: 'Comma-separated allowed browser origins; empty disables CORS; `*` allows any.',
+  }),
+  QUEUE_AGENT_RUN_CONCURRENCY: Type.Integer({
+    minimum: 1,
+    maximum: 256,
+    default: Math.max(2, Math.floor(cores / 2)),
+    description: 'Parallel agent-run jobs (default max(2, cores/2)).',
+  }),
+  QUEUE_TOOL_EXECUTE_CONCURRENCY: Type.Integer({
+    minimum: 1,
+    maximum: 256,
+    default: Math.max(4, cores),
+    description: 'Parallel tool-execution jobs (default max(4, cores)).',
+  }),
+  QUEUE_HISTORY_LIMIT: Type.Integer({
+    minimum: 0,
+    maximum: 100_000,
+    default: 1000,
+    description: 'Finished jobs kept in memory per queue lane for inspection.',
+  }),
+  QUEUE_LEASE_MS: Type.Integer({
+    minimum: 1000,
+    maximum: 3_600_000,
+    default: 30_000,
+    description:
+      'PostgreSQL queue: a running job whose instance stops renewing it for this long is run again by another instance.',
+  }),
+  AUTH_TOKEN_RATE_LIMIT: Type.Integer({
+    minimum: 1,
+    maximum: 100_000,
+    default: 30,
+    description: 'Requests per minute per client address on `POST /auth/token`.',
+  }),
+  UPLOAD_MAX_BYTES: Type.Integer({
+    minimum: 1,
+    maximum: 10 * 1024 * 1024 * 1024,
+    default: 100 * 1024 * 1024,
+    description: 'Largest accepted upload (413 above it).',
+  }),
+  QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: Type.Integer({
+    minimum: 1,
+    maximum: 64,
+    default: Math.max(1, Math.floor(cores / 2)),
+    description: 'Parallel indexing jobs (default max(1, cores/2)).',
+  }),
+  CONVERTER_TIMEOUT_MS: Type.Integer({
+    minimum: 1000,
+    maximum: 24 * 3600 * 1000,
+    default: 300_000,
+    description: 'A converter run longer than this is killed (with its whole process tree).',
+  }),
+  CONVERTER_MAX_OUTPUT_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 4 * 1024 * 1024 * 1024,
+    default: 64 * 1024 * 1024,
+    description: 'Largest markdown (and stdout/stderr) a converter may produce.',
+  }),
+  KNOWLEDGE_CONVERTER_PATH: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'Converter binary to run instead of the bundled `aps-convert`.',
+    }),
+  ),
+  KNOWLEDGE_COMMANDS_FILE: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'JSON file of extra converter commands (argv templates with {input}/{outputDir}).',
+    }),
+  ),
+  EMBEDDING_PROVIDER: oneOf(
+    ['static', 'openai', 'transformers'] as const,
+    'static',
+    '`static`: offline word vectors (default); `openai`: any OpenAI-compatible endpoint; `transformers`: in-process ONNX models.',
+  ),
+  EMBEDDING_MODEL: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'Model name for `openai`/`transformers` (e.g. `text-embedding-3-small`, `Xenova/bge-small-en-v1.5`).',
+    }),
+  ),
+  EMBEDDING_BASE_URL: Type.String({
+    pattern: '^https?://',
+    default: 'https://api.openai.com/v1',
+    description: 'Base URL of the OpenAI-compatible embeddings API.',
+  }),
+  EMBEDDING_API_KEY: Type.Optional(
+    Type.String({ minLength: 1, description: 'Bearer key for the embeddings API.' }),
+  ),
+  EMBEDDING_MODEL_DIR: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'Directory of offline transformer models (`<dir>/<model>/…`).',
+    }),
+  ),
+  EMBEDDING_ALLOW_DOWNLOAD: oneOf(
+    ['true', 'false'] as const,
+    'false',
+    'Let `transformers` download a missing model on first use (needs the internet).',
+  ),
+  EMBEDDING_CACHE_DIR: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'Where the static model’s binary cache is kept (default `DATA_DIR/models`).',
+    }),
+  ),
+  EMBEDDING_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 30_000,
+    description: 'Timeout of one embeddings API request.',
+  }),
+  EMBEDDING_BATCH_SIZE: Type.Integer({
+    minimum: 1,
+    maximum: 2048,
+    default: 64,
+    description: 'Texts per embeddings API request.',
+  }),
+  BODY_LIMIT_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 100 * 1024 * 1024,
+    default: 1024 * 1024,
+    description: 'Maximum size of a JSON request body.',
+  }),
+});
