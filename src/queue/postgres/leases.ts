@@ -11,12 +11,12 @@
  *   deterministic); only jobs whose instance died are.
  */
 import type pg from 'pg';
+import type { JobsTable } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { HandleOptions } from '../queue.js';
 import { JobLeaseLostError } from './errors.js';
 import type { QueueListener } from './listener.js';
 import type { QueueLogger, RunningJob } from './shared.js';
-import type { JobsTable } from '../../db/schema.js';
 
 interface LeaseOptions {
   pool: pg.Pool;

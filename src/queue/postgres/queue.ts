@@ -28,6 +28,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
+import type { JobsTable } from '../../db/schema.js';
 import {
   QueueClosedError,
   type HandleOptions,
@@ -42,7 +43,6 @@ import { Runs } from './runs.js';
 import { sleep, type QueueLogger, type RunningJob } from './shared.js';
 import { JobCounts } from './stats.js';
 import { Waiters } from './waiters.js';
-import type { JobsTable } from '../../db/schema.js';
 
 interface PostgresQueueOptions {
   /** A running job whose instance stops renewing it for this long is run again elsewhere. */

@@ -3,10 +3,10 @@
  * looked up when a NOTIFY "done" names the job (any instance may have run it) and on every poll.
  */
 import type pg from 'pg';
+import type { JobsTable } from '../../db/schema.js';
 import { QueueClosedError } from '../queue.js';
 import { toError } from './errors.js';
 import type { Outcome, QueueLogger } from './shared.js';
-import type { JobsTable } from '../../db/schema.js';
 
 interface Waiter {
   promise: Promise<unknown>;

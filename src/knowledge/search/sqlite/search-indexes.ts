@@ -101,7 +101,7 @@ const KEYWORD_SELECT = `select c.fts_rowid, c.id, c.document_id, d.project_id, f
 export class SearchIndexes {
   /** Vector copies by table name. */
   private readonly vectors = new Map<string, Loaded<VectorIndex>>();
-  private keyword: Loaded<KeywordIndex> | null = null;
+  private keyword: Loaded<KeywordIndex> | undefined;
 
   constructor(private readonly statement: Statements) {}
 
@@ -114,7 +114,7 @@ export class SearchIndexes {
 
   /** Whether the keyword copy is loaded: a commit then tokenizes its chunks ahead. */
   get keywordLoaded(): boolean {
-    return this.keyword !== null;
+    return this.keyword !== undefined;
   }
 
   /** The documents whose chunks changed after `generation` (migration 0007's change log). */
@@ -126,32 +126,51 @@ export class SearchIndexes {
       .all(generation) as string[];
   }
 
+  /**
+   * A copy current as of this transaction's snapshot: loaded on first use; when the chunks
+   * changed in a way this store did not apply, the changed documents are deleted from it and
+   * added again from the tables.
+   */
+  private current<T extends { deleteDocument(documentId: string): void }>(
+    loaded: Loaded<T> | undefined,
+    load: () => T,
+    addDocuments: (index: T, documentIds: string[]) => void,
+  ): Loaded<T> {
+    const generation = this.generation();
+    if (loaded === undefined) return { index: load(), generation };
+    if (loaded.generation === generation) return loaded;
+    const changed = this.changedSince(loaded.generation);
+    for (const documentId of changed) loaded.index.deleteDocument(documentId);
+    addDocuments(loaded.index, changed);
+    loaded.generation = generation;
+    return loaded;
+  }
+
   /** The vector copy of a table, current as of this transaction's snapshot. */
   vectorIndex(table: string, dimensions: number): VectorIndex {
-    const generation = this.generation();
-    const loaded = this.vectors.get(table);
-    if (loaded?.generation === generation) return loaded.index;
-    if (loaded !== undefined) {
-      const changed = this.changedSince(loaded.generation);
-      for (const documentId of changed) loaded.index.deleteDocument(documentId);
-      this.addVectors(
-        loaded.index,
-        `select v.chunk_id, v.embedding, v.document_id, v.project_key
-         from knowledge_chunks c join ${table} v on v.chunk_id = c.id
-         where c.document_id in (select value from json_each(?))`,
-        [JSON.stringify(changed)],
-      );
-      loaded.generation = generation;
-      return loaded.index;
-    }
-    const index = new VectorIndex(dimensions);
-    this.addVectors(
-      index,
-      `select chunk_id, embedding, document_id, project_key from ${table}`,
-      [],
+    const loaded = this.current(
+      this.vectors.get(table),
+      () => {
+        const index = new VectorIndex(dimensions);
+        this.addVectors(
+          index,
+          `select chunk_id, embedding, document_id, project_key from ${table}`,
+          [],
+        );
+        return index;
+      },
+      (index, documentIds) => {
+        this.addVectors(
+          index,
+          `select v.chunk_id, v.embedding, v.document_id, v.project_key
+           from knowledge_chunks c join ${table} v on v.chunk_id = c.id
+           where c.document_id in (select value from json_each(?))`,
+          [JSON.stringify(documentIds)],
+        );
+      },
     );
-    this.vectors.set(table, { index, generation });
-    return index;
+    this.vectors.set(table, loaded);
+    return loaded.index;
   }
 
   /** Adds the rows a query gives (chunk id, embedding, document id, project key) to a copy. */
@@ -171,29 +190,27 @@ export class SearchIndexes {
     }
   }
 
-  /** The keyword copy, current as of this transaction's snapshot (as vectorIndex). */
+  /** The keyword copy, current as of this transaction's snapshot. */
   keywordIndex(): KeywordIndex {
-    const generation = this.generation();
-    const loaded = this.keyword;
-    if (loaded?.generation === generation) return loaded.index;
-    if (loaded !== null) {
-      const changed = this.changedSince(loaded.generation);
-      for (const documentId of changed) loaded.index.deleteDocument(documentId);
-      // Rows written after the copy's generation have higher rowids than every row it keeps.
-      this.addKeywordRows(
-        loaded.index,
-        `${KEYWORD_SELECT} where c.document_id in (select value from json_each(?))
-         order by c.fts_rowid`,
-        [JSON.stringify(changed)],
-      );
-      loaded.generation = generation;
-      return loaded.index;
-    }
-    const index = new KeywordIndex();
-    this.addKeywordRows(index, `${KEYWORD_SELECT} order by c.fts_rowid`, []);
-    index.trim();
-    this.keyword = { index, generation };
-    return index;
+    this.keyword = this.current(
+      this.keyword,
+      () => {
+        const index = new KeywordIndex();
+        this.addKeywordRows(index, `${KEYWORD_SELECT} order by c.fts_rowid`, []);
+        index.trim();
+        return index;
+      },
+      (index, documentIds) => {
+        // Rows written after the copy's generation have higher rowids than every row it keeps.
+        this.addKeywordRows(
+          index,
+          `${KEYWORD_SELECT} where c.document_id in (select value from json_each(?))
+           order by c.fts_rowid`,
+          [JSON.stringify(documentIds)],
+        );
+      },
+    );
+    return this.keyword.index;
   }
 
   /** Tokenizes and adds the keyword rows a query gives (see KeywordText). */
