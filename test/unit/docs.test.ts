@@ -3,7 +3,7 @@
  * architecture page must name files and folders that exist.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ENV_SCHEMA } from '../../src/config.schema.js';
 import { ERROR_CATALOGUE } from '../../src/errors.js';
@@ -26,9 +26,8 @@ describe('README', () => {
 describe('docs/architecture.md', () => {
   const root = resolve(import.meta.dirname, '../..');
   const page = readFileSync(join(root, 'docs/architecture.md'), 'utf8');
-  const sources = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' }).map((f) =>
-    relative('.', f),
-  );
+  /** Paths under `src/`, relative to it. */
+  const sources = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' });
 
   it('shows a tree whose every file and folder exists', () => {
     const tree = /```\n([\s\S]*?)```/.exec(page)?.[1] ?? '';
@@ -36,15 +35,15 @@ describe('docs/architecture.md', () => {
     let named = 0;
     for (const line of tree.split('\n')) {
       const match = /^( *)(\S+)/.exec(line);
-      // Continuation lines of a description start further right, with a lower-case word.
+      // Continuation lines of a description are indented past the next level of the tree.
       if (match === null || (match[1] ?? '').length > 2 * stack.length + 2) continue;
       const depth = (match[1] ?? '').length / 2;
       const name = match[2] ?? '';
       stack.length = depth;
       const path = [...stack, name].join('');
-      const pattern = new RegExp(`^${path.replace(/[.]/g, '\\.').replace(/\*/g, '[^/]*')}$`);
+      const glob = new RegExp(`^${path.replace(/[.]/g, '\\.').replace(/\*/g, '[^/]*')}$`);
       const found = name.includes('*')
-        ? sources.some((f) => pattern.test(f.replace(/^/, 'src/')))
+        ? sources.some((f) => glob.test(`src/${f}`))
         : existsSync(join(root, path));
       expect(found, `${path} is named in the tree`).toBe(true);
       named += 1;
