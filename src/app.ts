@@ -52,9 +52,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   if (ctx.config.corsOrigins.length > 0) {
     const any = ctx.config.corsOrigins.includes('*');
+    // Browsers preflight everything but simple GET/POST: name every method and header the API
+    // uses (the plugin's default methods are GET,HEAD,POST, which blocks DELETE from a console).
     await app.register(cors, {
       origin: any ? true : ctx.config.corsOrigins,
-      exposedHeaders: ['x-request-id'],
+      methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: ['authorization', 'x-api-key', 'content-type', 'x-request-id'],
+      exposedHeaders: ['retry-after', 'x-request-id'],
+      maxAge: 600,
     });
   }
   await app.register(rateLimit, {

@@ -24,23 +24,44 @@ interface GuardDeps {
   isReadOnly: () => boolean;
 }
 
-/** The credential of a request: `Authorization: Bearer <key or JWT>`, else `x-api-key`. */
-function credentialOf(request: FastifyRequest): string | null {
+/**
+ * The credentials of a request, in the order they are tried: `x-api-key` first (as the reference
+ * server does: its console sends a real key there beside a placeholder Bearer), then
+ * `Authorization: Bearer <key or JWT>`. A malformed Authorization header counts as a bad credential.
+ */
+function credentialsOf(request: FastifyRequest): (string | null)[] {
+  const credentials: (string | null)[] = [];
+  const apiKey = request.headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey !== '') credentials.push(apiKey);
   const header = request.headers.authorization;
   if (typeof header === 'string') {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    return match?.[1] ?? null;
+    credentials.push(match?.[1] ?? null);
   }
-  const apiKey = request.headers['x-api-key'];
-  return typeof apiKey === 'string' && apiKey !== '' ? apiKey : null;
+  return credentials;
 }
 
-async function authenticate(deps: GuardDeps, credential: string | null): Promise<Principal> {
+async function authenticateOne(deps: GuardDeps, credential: string | null): Promise<Principal> {
   if (credential === null) throw new AppError('AUTH_UNAUTHORIZED');
   if (looksLikeJwt(credential)) return deps.tokens.verify(credential);
   const principal = await deps.apiKeys.verify(credential);
   if (principal === null) throw new AppError('AUTH_UNAUTHORIZED');
   return principal;
+}
+
+/** The first credential that verifies; when none does, the first one's error. */
+async function authenticate(deps: GuardDeps, credentials: (string | null)[]): Promise<Principal> {
+  if (credentials.length === 0) throw new AppError('AUTH_UNAUTHORIZED');
+  let firstError: unknown;
+  for (const credential of credentials) {
+    try {
+      return await authenticateOne(deps, credential);
+    } catch (error) {
+      if (!(error instanceof AppError) || error.statusCode !== 401) throw error;
+      firstError ??= error;
+    }
+  }
+  throw firstError;
 }
 
 /** The audit actor for a request. */
@@ -64,7 +85,7 @@ export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
     if (mutates === true && deps.isReadOnly()) throw new AppError('READ_ONLY_MODE');
     if (access === 'public') return;
     const required = access ?? 'L0'; // fail closed
-    const principal = await authenticate(deps, credentialOf(request));
+    const principal = await authenticate(deps, credentialsOf(request));
     if (!levelSatisfies(principal.level, required)) {
       throw new AppError(
         'AUTH_FORBIDDEN',

@@ -63,6 +63,31 @@ describe('credentials', () => {
     }
   });
 
+  it('checks x-api-key first: a valid key beside a bad or expired Bearer is accepted', async () => {
+    const expired = await new SignJWT({ apiKeyId: 'x', level: 'L0' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('x')
+      .setIssuedAt(Math.floor(Date.now() / 1000) - 7200)
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 3600)
+      .sign(secret());
+    for (const placeholder of ['aps_placeholder', expired, 'not-even-a-token']) {
+      const res = await listKeys({ 'x-api-key': t.key, ...bearer(placeholder) });
+      expect(res.statusCode).toBe(200);
+    }
+    // …and a valid Bearer beside a bad x-api-key still works.
+    expect((await listKeys({ 'x-api-key': 'aps_nope', ...bearer(t.key) })).statusCode).toBe(200);
+    // Two bad credentials stay 401.
+    for (const headers of [
+      { 'x-api-key': 'aps_nope', ...bearer('aps_nope2') },
+      { 'x-api-key': 'aps_nope', ...bearer(expired) },
+      { 'x-api-key': 'aps_nope', authorization: 'Basic abc' },
+    ]) {
+      const res = await listKeys(headers);
+      expect(res.statusCode).toBe(401);
+      expect(res.json<{ code: string }>().code).toMatch(/^AUTH_/);
+    }
+  });
+
   it('records last use of a key', async () => {
     await listKeys(bearer(t.key));
     const [record] = (await listKeys(bearer(t.key))).json<{
