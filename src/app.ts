@@ -13,6 +13,8 @@ import type { AppContext } from './context.js';
 import { AppError } from './errors.js';
 import { healthRoutes } from './health/health.routes.js';
 import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
+import { handleClientError, handleFrameworkError } from './http/client-errors.js';
+import { guardConnections, serverOptions } from './http/connections.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import './http/route-config.js';
@@ -31,6 +33,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     // Our own hook answers 503 with the error body while closing (Fastify's lacks `code`).
     return503OnClosing: false,
     schemaErrorFormatter: formatValidationErrors,
+    http: serverOptions(ctx.config.http),
+    keepAliveTimeout: ctx.config.http.keepAliveTimeoutMs,
+    clientErrorHandler: handleClientError,
+    frameworkErrors: handleFrameworkError,
     ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -48,6 +54,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   registerErrorHandling(app);
+  guardConnections(app, ctx.config.http);
   // JSON only (multipart is added where uploads live): other bodies get 415, not a confusing 400.
   app.removeContentTypeParser('text/plain');
   if (ctx.config.corsOrigins.length > 0) {

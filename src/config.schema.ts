@@ -213,6 +213,34 @@ export const ENV_SCHEMA = Type.Object({
     default: 64,
     description: 'Texts per embeddings API request.',
   }),
+  HTTP_HEADERS_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 30_000,
+    description:
+      'A client must send the request line and headers within this time, or gets 408 and is disconnected.',
+  }),
+  HTTP_BODY_IDLE_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 3_600_000,
+    default: 30_000,
+    description:
+      'A request body that receives no byte for this long is dropped (408). Inactivity, not total time: slow uploads of any size still work.',
+  }),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 3_600_000,
+    default: 72_000,
+    description:
+      'An idle keep-alive connection is closed after this long (above the 60 s idle timeout of common load balancers).',
+  }),
+  MAX_CONNECTIONS_PER_CLIENT: Type.Integer({
+    minimum: 0,
+    maximum: 1_000_000,
+    default: 64,
+    description:
+      'Open connections one client address may hold; more are answered 429 and closed. `0`: no cap (e.g. behind a reverse proxy that caps clients itself, where every client shares its address).',
+  }),
   BODY_LIMIT_BYTES: Type.Integer({
     minimum: 1024,
     maximum: 100 * 1024 * 1024,

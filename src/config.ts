@@ -39,6 +39,14 @@ export interface Config {
   };
   authTokenRateLimitPerMinute: number;
   bodyLimitBytes: number;
+  /** Timeouts and caps of client connections (`http/connections.ts`). */
+  http: {
+    headersTimeoutMs: number;
+    bodyIdleTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+    /** 0: no cap. */
+    maxConnectionsPerClient: number;
+  };
   knowledge: {
     uploadMaxBytes: number;
     indexConcurrency: number;
@@ -192,6 +200,12 @@ export function loadConfig(
     },
     authTokenRateLimitPerMinute: e.AUTH_TOKEN_RATE_LIMIT,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    http: {
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      bodyIdleTimeoutMs: e.HTTP_BODY_IDLE_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnectionsPerClient: e.MAX_CONNECTIONS_PER_CLIENT,
+    },
     knowledge: {
       uploadMaxBytes: e.UPLOAD_MAX_BYTES,
       indexConcurrency: e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY,

@@ -77,11 +77,12 @@ describe('credentials', () => {
     // …and a valid Bearer beside a bad x-api-key still works.
     expect((await listKeys({ 'x-api-key': 'aps_nope', ...bearer(t.key) })).statusCode).toBe(200);
     // Two bad credentials stay 401.
-    for (const headers of [
+    const twoBad: Record<string, string>[] = [
       { 'x-api-key': 'aps_nope', ...bearer('aps_nope2') },
       { 'x-api-key': 'aps_nope', ...bearer(expired) },
       { 'x-api-key': 'aps_nope', authorization: 'Basic abc' },
-    ]) {
+    ];
+    for (const headers of twoBad) {
       const res = await listKeys(headers);
       expect(res.statusCode).toBe(401);
       expect(res.json<{ code: string }>().code).toMatch(/^AUTH_/);
