@@ -26,6 +26,7 @@ import type { KnowledgeDocument } from './knowledge.schemas.js';
 import { toDocument } from './mappers.js';
 import type { ChunkStore, NewChunk } from './search/chunk-store.js';
 import { documentKeys, type FileStorage } from './storage/storage.js';
+import { scratchName } from './storage/scratch.js';
 
 /** The parameters of a run, defaults resolved (see IndexingService.index). */
 export interface IndexParams {
@@ -94,7 +95,7 @@ export class IndexPipeline {
     const doc = await this.document(id, 'before its indexing run started');
     const command = this.deps.commands.find((c) => c.id === params.commandId);
     if (command === undefined) throw new AppError('KNOWLEDGE_COMMAND_NOT_FOUND');
-    const outputDir = join(this.deps.scratchDir, `convert-${randomUUID()}`);
+    const outputDir = join(this.deps.scratchDir, scratchName('convert'));
     const timings: Timings = {};
     try {
       const converted = await timed(timings, 'convertMs', () =>

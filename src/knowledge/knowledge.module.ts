@@ -96,7 +96,8 @@ export async function createKnowledgeModule(
   const retrieval = new RetrievalService(store, embedder, log);
 
   async function recover(): Promise<void> {
-    await sweepScratch(scratchDir);
+    const swept = await sweepScratch(scratchDir, { singleHost: queue.driver === 'memory' });
+    if (swept > 0) log.info({ entries: swept }, 'removed scratch files left by stopped processes');
     if (queue.driver === 'memory') await documents.sweepOrphanFiles();
     else {
       // Other instances may be mid-upload: orphans are confirmed after a grace, in the background.

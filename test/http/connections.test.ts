@@ -40,9 +40,13 @@ function converse(parts: (string | Buffer | number)[], giveUpMs = 20_000): Promi
     const socket = connect(port, '127.0.0.1');
     sockets.push(socket);
     let response = '';
-    socket.on('data', (data) => (response += data.toString('latin1')));
+    socket.on('data', (data) => {
+      response += data.toString('latin1');
+    });
     socket.on('error', () => undefined);
-    socket.on('close', () => resolve({ response, closedAfterMs: Date.now() - started }));
+    socket.on('close', () => {
+      resolve({ response, closedAfterMs: Date.now() - started });
+    });
     setTimeout(() => reject(new Error(`still open after ${giveUpMs} ms`)), giveUpMs).unref();
     void (async () => {
       await new Promise((r) => socket.once('connect', r));

@@ -21,7 +21,7 @@
  * that references it unless every path remembers `lo_unlink` (or vacuumlo runs), and has its own
  * ownership and privilege rules.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdir, open, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -29,6 +29,7 @@ import type pg from 'pg';
 import { withTransaction } from '../../db/postgres.js';
 import { receivePending } from './receive.js';
 import type { FileStorage, PendingFile } from './storage.js';
+import { scratchName } from './scratch.js';
 
 /** Bytes per row of `aps_files_chunks`: also what one INSERT or SELECT holds in memory. */
 export const CHUNK_BYTES = 1024 * 1024;
@@ -166,7 +167,7 @@ export class PostgresStorage implements FileStorage {
     checkKey(key);
     await mkdir(this.scratchDir, { recursive: true, mode: 0o700 });
     // A directory of its own keeps the key's file name: converters detect formats by extension.
-    const dir = join(this.scratchDir, `file-${randomUUID()}`);
+    const dir = join(this.scratchDir, scratchName('file'));
     try {
       await mkdir(dir, { mode: 0o700 });
       const path = join(dir, basename(key));

@@ -2,13 +2,14 @@
  * Receiving an upload, for every storage driver: streamed to a temporary file in the scratch
  * directory, hashed on the way, refused as soon as it grows past the limit.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { PendingFile } from './storage.js';
+import { scratchName } from './scratch.js';
 
 /** Bytes kept from the start of an upload, for content sniffing. */
 const HEAD_BYTES = 4100;
@@ -29,7 +30,7 @@ async function receiveToScratch(
   tooLarge: () => Error,
 ): Promise<Received> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const tempPath = join(dir, `upload-${randomUUID()}`);
+  const tempPath = join(dir, scratchName('upload'));
   const hash = createHash('sha256');
   let size = 0;
   const head: Buffer[] = [];
