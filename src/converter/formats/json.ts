@@ -25,7 +25,7 @@ const DEFAULT_ITEMS_PER_BLOCK = 100;
 /** More columns than this is not a table anyone can read; it is shown as JSON instead. */
 const MAX_TABLE_COLUMNS = 50;
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Scalar = null | boolean | number | string;
 
 function isScalar(value: Json): value is Scalar {
@@ -94,7 +94,7 @@ interface Frame {
 }
 
 /** JSON.stringify(value, null, 2) down to `indentDepth`, compact below it; iterative. */
-function writeJson(root: Json, indentDepth: number): string {
+export function writeJson(root: Json, indentDepth: number): string {
   const out: string[] = [];
   const stack: Frame[] = [];
   const open = (value: Json, depth: number) => {
