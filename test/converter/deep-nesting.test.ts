@@ -166,7 +166,9 @@ describe('100,000 levels deep, through aps-convert', () => {
 });
 
 describe('limitNesting', () => {
-  const same = (html: string) => expect(limitNesting(html, 8)).toEqual({ html, dropped: 0 });
+  const same = (html: string) => {
+    expect(limitNesting(html, 8)).toEqual({ html, dropped: 0 });
+  };
 
   it('returns ordinary markup unchanged, including end tags HTML lets authors omit', () => {
     same('<div><div><p>a<p>b<p>c</div></div>');

@@ -178,31 +178,45 @@ class OpenElements {
     if (CLOSES_P.has(name)) this.close(['p'], BUTTON_SCOPE);
     if (HEADINGS.has(name) && HEADINGS.has(this.top() ?? '')) this.pop();
     switch (name) {
-      case 'li':
-        return this.close(['li'], LIST_SCOPE);
+      case 'li': {
+        this.close(['li'], LIST_SCOPE);
+        return;
+      }
       case 'dd':
-      case 'dt':
-        return this.close(['dd', 'dt'], DL_SCOPE);
+      case 'dt': {
+        this.close(['dd', 'dt'], DL_SCOPE);
+        return;
+      }
       case 'td':
-      case 'th':
-        return this.close(['td', 'th'], TABLE_SCOPE);
-      case 'tr':
-        return this.close(['tr'], TABLE_SCOPE);
+      case 'th': {
+        this.close(['td', 'th'], TABLE_SCOPE);
+        return;
+      }
+      case 'tr': {
+        this.close(['tr'], TABLE_SCOPE);
+        return;
+      }
       case 'thead':
       case 'tbody':
-      case 'tfoot':
-        return this.close(['thead', 'tbody', 'tfoot'], TABLE_SCOPE);
-      case 'table':
+      case 'tfoot': {
+        this.close(['thead', 'tbody', 'tfoot'], TABLE_SCOPE);
+        return;
+      }
+      case 'table': {
         // A table directly inside a table (no cell between) ends the first one.
-        return this.close(['table'], CELL_SCOPE);
+        this.close(['table'], CELL_SCOPE);
+        return;
+      }
       case 'option':
       case 'optgroup':
         if (this.top() === 'option') this.pop();
         if (name === 'optgroup' && this.top() === 'optgroup') this.pop();
         return;
       case 'a':
-      case 'button':
-        return this.close([name], SCOPE);
+      case 'button': {
+        this.close([name], SCOPE);
+        return;
+      }
     }
   }
 }
