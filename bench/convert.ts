@@ -8,6 +8,7 @@
  * used) and the table shows how many times faster they are; otherwise "not installed".
  *
  * Options: --pages N (text PDF pages, default 50), --scans N (scanned pages, default 3).
+ * `--nesting` measures deeply nested documents instead (bench/convert-nesting.ts says how).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { delimiter, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { convertFile, DEFAULT_MAX_INPUT_BYTES } from '../src/converter/convert-file.js';
+import { benchNesting } from './convert-nesting.js';
 import type { ConverterMeta } from '../src/converter/contract.js';
 import { renderText } from '../test/converter/fixtures/images.js';
 import { buildPdf, type PdfPage, type TextRun } from '../test/converter/fixtures/pdf-writer.js';
@@ -25,8 +27,20 @@ const { values } = parseArgs({
   options: {
     pages: { type: 'string', default: '50' },
     scans: { type: 'string', default: '3' },
+    nesting: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
+    depths: { type: 'string', default: '1000,5000,20000,100000' },
+    timeout: { type: 'string', default: '60' },
   },
 });
+if (values.nesting) {
+  await benchNesting({
+    baseline: values.baseline,
+    depths: values.depths.split(',').map(Number),
+    timeoutSeconds: Number(values.timeout),
+  });
+  process.exit(0);
+}
 const TEXT_PAGES = Number(values.pages);
 const SCANS = Number(values.scans);
 

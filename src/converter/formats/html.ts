@@ -6,6 +6,9 @@
  */
 import TurndownService from 'turndown';
 import { highlightedCodeBlock, strikethrough, taskListItems } from 'turndown-plugin-gfm';
+import { EXIT_CODES } from '../contract.js';
+import { ConvertError } from './convert-error.js';
+import { limitNesting, MAX_HTML_DEPTH } from './html-nesting.js';
 import { escapeCell } from './markdown.js';
 import type { Conversion } from './types.js';
 
@@ -176,10 +179,32 @@ function createService(): TurndownService {
   return service;
 }
 
-/** Converts an HTML document or fragment to GFM markdown. */
-export function htmlToMarkdown(html: string): Conversion {
-  const markdown = createService().turndown(html).trim();
-  return { markdown: markdown === '' ? '' : `${markdown}\n`, warnings: [] };
+/**
+ * Converts an HTML document or fragment to GFM markdown. Markup nested deeper than `maxDepth` is
+ * unwrapped first (see html-nesting.ts), so time grows with the size of the file, not its depth.
+ */
+export function htmlToMarkdown(html: string, maxDepth = MAX_HTML_DEPTH): Conversion {
+  const limited = limitNesting(html, maxDepth);
+  let markdown: string;
+  try {
+    markdown = createService().turndown(limited.html).trim();
+  } catch (error) {
+    // turndown recurses per level; the cap keeps it far from the stack's end, but should some
+    // markup still build a tree that deep, say so rather than report a crash.
+    if (!(error instanceof RangeError)) throw error;
+    throw new ConvertError(
+      EXIT_CODES.TOO_LARGE,
+      `the HTML nests elements too deeply to convert (${error.message})`,
+    );
+  }
+  const warnings =
+    limited.dropped === 0
+      ? []
+      : [
+          `the HTML nests elements more than ${maxDepth} levels deep; ` +
+            `${limited.dropped} deeper tags were dropped and their text kept`,
+        ];
+  return { markdown: markdown === '' ? '' : `${markdown}\n`, warnings };
 }
 
 /** Whether text starts like an HTML document (after a BOM, whitespace, comments, `<?xml …?>`). */

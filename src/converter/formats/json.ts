@@ -25,7 +25,7 @@ const DEFAULT_ITEMS_PER_BLOCK = 100;
 /** More columns than this is not a table anyone can read; it is shown as JSON instead. */
 const MAX_TABLE_COLUMNS = 50;
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Scalar = null | boolean | number | string;
 
 function isScalar(value: Json): value is Scalar {
@@ -67,8 +67,75 @@ function renderTable(
   return renderTables(columns, rows, { rowsPerTable: options.rowsPerTable, headingLevel: level });
 }
 
+/**
+ * Levels that are pretty-printed. JSON.stringify recurses (a few thousand levels overflow the
+ * stack) and indents every line by its depth, so a deep file's output would grow with the square
+ * of its depth; below this level values are written compactly on one line instead.
+ */
+export const MAX_JSON_INDENT_DEPTH = 100;
+
+/** Whether `value` nests arrays or objects more than `limit` levels deep (no recursion). */
+function deeperThan(value: Json, limit: number): boolean {
+  const stack: [Json, number][] = [[value, 0]];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const [v, depth] = top;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+interface Frame {
+  items: Json[];
+  keys: string[] | null;
+  next: number;
+  depth: number;
+}
+
+/** JSON.stringify(value, null, 2) down to `indentDepth`, compact below it; iterative. */
+export function writeJson(root: Json, indentDepth: number): string {
+  const out: string[] = [];
+  const stack: Frame[] = [];
+  const open = (value: Json, depth: number) => {
+    if (value === null || typeof value !== 'object') {
+      out.push(JSON.stringify(value));
+      return;
+    }
+    const keys = Array.isArray(value) ? null : Object.keys(value);
+    const items =
+      keys === null
+        ? (value as Json[])
+        : keys.map((k) => (value as Record<string, Json>)[k] ?? null);
+    if (items.length === 0) out.push(keys === null ? '[]' : '{}');
+    else {
+      out.push(keys === null ? '[' : '{');
+      stack.push({ items, keys, next: 0, depth });
+    }
+  };
+  open(root, 0);
+  for (let frame = stack.at(-1); frame !== undefined; frame = stack.at(-1)) {
+    const indented = frame.depth < indentDepth;
+    const i = frame.next++;
+    if (i === frame.items.length) {
+      stack.pop();
+      const close = frame.keys === null ? ']' : '}';
+      out.push(indented ? `\n${'  '.repeat(frame.depth)}${close}` : close);
+      continue;
+    }
+    if (i > 0) out.push(',');
+    if (indented) out.push(`\n${'  '.repeat(frame.depth + 1)}`);
+    const key = frame.keys?.[i];
+    if (key !== undefined) out.push(`${JSON.stringify(key)}${indented ? ': ' : ':'}`);
+    open(frame.items[i] ?? null, frame.depth + 1);
+  }
+  return out.join('');
+}
+
 function pretty(value: Json): string {
-  return JSON.stringify(value, null, 2);
+  return deeperThan(value, MAX_JSON_INDENT_DEPTH)
+    ? writeJson(value, MAX_JSON_INDENT_DEPTH)
+    : JSON.stringify(value, null, 2);
 }
 
 /** A section's body: a table, a paragraph for a scalar, or a fenced block. */
@@ -115,11 +182,17 @@ function renderDocument(value: Json, options: JsonOptions): string {
 /** Parses and renders a JSON document; a SyntaxError is left for the caller to handle. */
 export function jsonToMarkdown(text: string, options: JsonOptions = {}): Conversion {
   const value = JSON.parse(text.replace(/^\uFEFF/, '')) as Json;
-  return finish(renderDocument(value, options));
+  return finish(renderDocument(value, options), value);
 }
 
-function finish(markdown: string): Conversion {
-  return { markdown: markdown === '' ? '' : `${markdown}\n`, warnings: [] };
+function finish(markdown: string, value: Json): Conversion {
+  const warnings = deeperThan(value, MAX_JSON_INDENT_DEPTH)
+    ? [
+        `the JSON nests more than ${MAX_JSON_INDENT_DEPTH} levels deep; ` +
+          'deeper levels are written compactly, on one line',
+      ]
+    : [];
+  return { markdown: markdown === '' ? '' : `${markdown}\n`, warnings };
 }
 
 /** JSON Lines: one value per non-blank line, rendered as if it were an array. */
@@ -134,5 +207,5 @@ export function jsonLinesToMarkdown(text: string, options: JsonOptions = {}): Co
       throw new SyntaxError(`line ${i + 1}: ${(error as Error).message}`, { cause: error });
     }
   });
-  return finish(renderDocument(values, options));
+  return finish(renderDocument(values, options), values);
 }

@@ -9,11 +9,15 @@ export const DEFAULT_ROWS_PER_TABLE = 500;
  * `<br>`, which GFM renders as a break inside the cell.
  */
 export function escapeCell(value: string): string {
-  return value
-    .trim()
-    .replace(/\\(?=\|)/g, '\\\\')
-    .replace(/\|/g, '\\|')
-    .replace(/[ \t]*(?:\r\n|\r|\n)+[ \t]*/g, '<br>');
+  return (
+    value
+      .trim()
+      .replace(/\\(?=\|)/g, '\\\\')
+      .replace(/\|/g, '\\|')
+      // The lookbehind starts a match only at the first blank of a run: without it the regex
+      // retries at every blank of a long run that ends in no line break (quadratic).
+      .replace(/(?<![ \t])[ \t]*(?:\r\n|\r|\n)+[ \t]*/g, '<br>')
+  );
 }
 
 function row(cells: readonly string[]): string {
@@ -71,5 +75,6 @@ export function fenced(code: string, language = ''): string {
 /** Text safe to use as an ATX heading: one line, no trailing `#`s eaten by the heading syntax. */
 export function headingText(text: string): string {
   const line = text.replace(/\s+/g, ' ').trim();
-  return line === '' ? '(empty)' : line.replace(/#+$/, (m) => `\\${m}`);
+  // (?<!#): try only at the start of a run of #s, so a long run costs its length, not its square.
+  return line === '' ? '(empty)' : line.replace(/(?<!#)#+$/, (m) => `\\${m}`);
 }

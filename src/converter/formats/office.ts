@@ -43,6 +43,13 @@ async function convertOffice(
       result = await convert(archive);
     } catch (error) {
       if (error instanceof ConvertError) throw error;
+      // mammoth and the XML walkers recurse per element: only absurd nesting exhausts the stack.
+      if (error instanceof RangeError && /call stack/i.test(error.message)) {
+        throw new ConvertError(
+          EXIT_CODES.CORRUPT,
+          `the ${what} file nests elements too deeply to be read`,
+        );
+      }
       throw new ConvertError(
         EXIT_CODES.CORRUPT,
         `the ${what} file could not be read (${firstLine(error)})`,

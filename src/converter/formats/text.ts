@@ -86,7 +86,8 @@ export function normalizeText(text: string): string {
 /** Plain text and markdown pass through unchanged apart from normalisation. */
 export function passThrough(text: string): string {
   const normalized = normalizeText(text);
-  return normalized.trim() === '' ? '' : `${normalized.replace(/\s+$/, '')}\n`;
+  // trimEnd, not replace(/\s+$/): that regex retries at every space of a long run (quadratic).
+  return normalized.trim() === '' ? '' : `${normalized.trimEnd()}\n`;
 }
 
 /** Bytes that count as "control" for the binary sniff: C0 except tab, LF, VT, FF, CR and ESC. */

@@ -63,7 +63,8 @@ export function htmlWithNotesToMarkdown(html: string, notes: readonly Note[]): s
   for (let i = 1; i + 1 < pieces.length; i += 2) {
     const label = pieces[i] ?? '';
     // One line per definition: GFM continues a footnote only on indented lines.
-    const text = (pieces[i + 1] ?? '').replace(/\s*\n\s*/g, ' ').trim();
+    // (?<!\s): a match starts only at the first blank of a run, so long runs cost linear time.
+    const text = (pieces[i + 1] ?? '').replace(/(?<!\s)\s*\n\s*/g, ' ').trim();
     if (text === '' || defined.has(label)) continue;
     defined.add(label);
     definitions.push(`[^${label}]: ${text}`);

@@ -85,6 +85,7 @@ export async function parseTree(archive: ZipArchive, part: string): Promise<XmlE
     return parseXml(text);
   } catch (error) {
     const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    throw new ConvertError(EXIT_CODES.CORRUPT, `the part ${part} is not valid XML (${reason})`);
+    const what = /nested more than/.test(reason ?? '') ? 'cannot be read' : 'is not valid XML';
+    throw new ConvertError(EXIT_CODES.CORRUPT, `the part ${part} ${what} (${reason})`);
   }
 }

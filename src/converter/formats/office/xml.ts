@@ -19,7 +19,14 @@ export interface XmlElement {
 
 export type XmlNode = XmlElement | string;
 
+/**
+ * Element nesting fast-xml-parser accepts (its own default, named here): the tree below is built
+ * and walked recursively, and no office document nests anywhere near this deep.
+ */
+export const MAX_XML_DEPTH = 100;
+
 const parser = new XMLParser({
+  maxNestedTags: MAX_XML_DEPTH,
   preserveOrder: true,
   ignoreAttributes: false,
   attributeNamePrefix: '',
@@ -87,7 +94,17 @@ function convert(items: unknown, raw = false): XmlNode[] {
 
 /** The root element of an XML document (or of one element's source). Throws on malformed XML. */
 export function parseXml(text: string): XmlElement {
-  const root = convert(parser.parse(text)).find((n): n is XmlElement => typeof n !== 'string');
+  let parsed: unknown;
+  try {
+    parsed = parser.parse(text);
+  } catch (error) {
+    // The library's wording ("Maximum nested tags exceeded") reads as if the XML were broken.
+    if (error instanceof Error && /nested tags/i.test(error.message)) {
+      throw new Error(`elements nested more than ${MAX_XML_DEPTH} levels deep`, { cause: error });
+    }
+    throw error;
+  }
+  const root = convert(parsed).find((n): n is XmlElement => typeof n !== 'string');
   if (root === undefined) throw new Error('no XML root element');
   return root;
 }
