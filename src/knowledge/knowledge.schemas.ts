@@ -102,8 +102,9 @@ export const IndexBodySchema = Type.Object(
     overlapChars: Type.Optional(
       Type.Integer({
         minimum: 0,
-        maximum: 4000,
-        description: 'Characters shared by neighbours (0..maxChars/2, default 15 % of maxChars).',
+        maximum: MAX_CHARS.maximum - 1,
+        description:
+          'Characters shared by neighbouring chunks: below maxChars (400 otherwise), default 15 % of maxChars. At most maxChars/2 is applied; `converterMeta.chunking` records the requested and the applied value, and `converterMeta.warnings` says when they differ.',
       }),
     ),
     async: Type.Optional(Type.Boolean({ description: 'Answer 202 at once; poll the document.' })),
