@@ -15,6 +15,7 @@ import { healthRoutes } from './health/health.routes.js';
 import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
+import { validationOptions } from './http/validation.js';
 import './http/route-config.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
@@ -31,7 +32,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     // Our own hook answers 503 with the error body while closing (Fastify's lacks `code`).
     return503OnClosing: false,
     schemaErrorFormatter: formatValidationErrors,
-    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false } },
+    ...validationOptions,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   let closing = false;
