@@ -17,6 +17,7 @@ import { handleClientError, handleFrameworkError } from './http/client-errors.js
 import { guardConnections, serverOptions } from './http/connections.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
+import { validationOptions } from './http/validation.js';
 import './http/route-config.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
@@ -37,7 +38,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     keepAliveTimeout: ctx.config.http.keepAliveTimeoutMs,
     clientErrorHandler: handleClientError,
     frameworkErrors: handleFrameworkError,
-    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false } },
+    ...validationOptions,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   let closing = false;

@@ -1,7 +1,7 @@
 /** Token issuance and the API-key lifecycle. Thin: schema → service → response. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AUTHENTICATED_ERRORS, errorResponses } from '../http/schemas.js';
+import { AUTHENTICATED_ERRORS, described, errorResponses } from '../http/schemas.js';
 import type { ApiKeyService } from './api-key.service.js';
 import { actorOf } from './auth.guard.js';
 import {
@@ -36,7 +36,10 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
         tags: ['auth'],
         security: [],
         body: TokenRequestSchema,
-        response: { 200: TokenResponseSchema, ...errorResponses(400, 401, 429, 500) },
+        response: {
+          200: described('The token and when it expires.', TokenResponseSchema),
+          ...errorResponses(400, 401, 429, 500),
+        },
       },
     },
     (request) => deps.tokens.issue(request.body.apiKey, request.body.agentId),
@@ -50,7 +53,10 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
         summary: 'List API keys (never their secrets)',
         tags: ['auth'],
         response: {
-          200: Type.Object({ items: Type.Array(ApiKeyRecordSchema) }),
+          200: Type.Object(
+            { items: Type.Array(ApiKeyRecordSchema) },
+            { description: 'Every API key, revoked ones included.' },
+          ),
           ...errorResponses(...AUTHENTICATED_ERRORS),
         },
       },
@@ -66,7 +72,13 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
         summary: 'Create an API key; the raw key is in the response, once',
         tags: ['auth'],
         body: CreateApiKeySchema,
-        response: { 201: CreatedApiKeySchema, ...errorResponses(...AUTHENTICATED_ERRORS, 503) },
+        response: {
+          201: described(
+            'The new key, with its raw secret (shown this once).',
+            CreatedApiKeySchema,
+          ),
+          ...errorResponses(...AUTHENTICATED_ERRORS, 503),
+        },
       },
     },
     async (request, reply) => {
@@ -88,7 +100,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
         tags: ['auth'],
         body: KeyIdSchema,
         response: {
-          200: ApiKeyRecordSchema,
+          200: described('The revoked key.', ApiKeyRecordSchema),
           ...errorResponses(...AUTHENTICATED_ERRORS, 404, 409, 503),
         },
       },
@@ -105,7 +117,10 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
         tags: ['auth'],
         body: KeyIdSchema,
         response: {
-          201: Type.Intersect([CreatedApiKeySchema, Type.Object({ rotatedFrom: Type.String() })]),
+          201: Type.Intersect([CreatedApiKeySchema, Type.Object({ rotatedFrom: Type.String() })], {
+            description:
+              'The new key, with its raw secret (shown this once); the old one is revoked.',
+          }),
           ...errorResponses(...AUTHENTICATED_ERRORS, 404, 409, 503),
         },
       },

@@ -86,7 +86,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, d
         summary: 'Runtime mode, job-queue statistics and migration status',
         tags: ['core'],
         security: [],
-        response: { 200: HealthSchema },
+        response: {
+          200: { ...HealthSchema, description: 'Always 200: mode, queue and migration state.' },
+        },
       },
     },
     () => healthReport(deps),

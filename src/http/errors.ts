@@ -107,39 +107,128 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 }
 
+const TYPE_NAMES: Record<string, string> = {
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  boolean: 'true or false',
+  object: 'a JSON object',
+  array: 'an array',
+  null: 'null',
+};
+
+/** `must be …` for the types a value may have; `null` only when it is the sole choice. */
+function typeMessage(types: readonly string[]): string {
+  const unique = [...new Set(types)];
+  const shown = unique.length > 1 ? unique.filter((t) => t !== 'null') : unique;
+  return `must be ${shown.map((t) => TYPE_NAMES[t] ?? t).join(' or ')}`;
+}
+
+/** The message of a failed union whose branches said nothing more precise. */
+const NO_FORM = 'is not one of the allowed forms';
+
+const plural = (n: unknown, one: string) => `${String(n)} ${one}${n === 1 ? '' : 's'}`;
+
+/** Ajv's message for one failed keyword, in plain words (never a regex or a schema keyword). */
+function plainMessage(error: FastifySchemaValidationError): string {
+  const { params } = error;
+  switch (error.keyword) {
+    case 'minLength':
+      return params.limit === 1
+        ? 'must not be empty'
+        : `must be at least ${plural(params.limit, 'character')}`;
+    case 'maxLength':
+      return `must be at most ${plural(params.limit, 'character')}`;
+    case 'minimum':
+    case 'exclusiveMinimum':
+    case 'maximum':
+    case 'exclusiveMaximum': {
+      const words: Record<string, string> = {
+        '>=': 'at least',
+        '>': 'greater than',
+        '<=': 'at most',
+        '<': 'less than',
+      };
+      return `must be ${words[String(params.comparison)] ?? String(params.comparison)} ${String(params.limit)}`;
+    }
+    case 'minItems':
+      return `must have at least ${plural(params.limit, 'item')}`;
+    case 'maxItems':
+      return `must have at most ${plural(params.limit, 'item')}`;
+    case 'uniqueItems':
+      return 'must not contain duplicates';
+    case 'multipleOf':
+      return `must be a multiple of ${String(params.multipleOf)}`;
+    case 'format':
+      return `must be a valid ${String(params.format)}`;
+    case 'pattern':
+      return 'is not in the expected format';
+    default:
+      return 'is invalid';
+  }
+}
+
 /**
  * Validation messages that name the offending field, e.g. `body.level must be one of: L0, L1, L2`.
- * Used as Fastify's `schemaErrorFormatter`.
+ * Used as Fastify's `schemaErrorFormatter`. Ajv reports every failed branch of a union: the
+ * message keeps the most specific ones (a wrong property inside the object rather than "must be
+ * null" for the object), merges alternatives (`must be a string or an integer`) and never shows a
+ * schema keyword.
  */
 export function formatValidationErrors(
   errors: FastifySchemaValidationError[],
   dataVar: string,
 ): Error {
   const messages = new Map<string, string>();
+  const types = new Map<string, string[]>();
   const allowed = new Map<string, string[]>();
+  const add = (field: string, message: string) => {
+    if (!messages.has(field)) messages.set(field, message);
+  };
   for (const error of errors) {
-    let field = dataVar + error.instancePath.replace(/\//g, '.');
+    const field = dataVar + error.instancePath.replace(/\//g, '.');
     const params = error.params;
-    let message = error.message ?? 'is invalid';
-    if (error.keyword === 'const') {
-      // A union of literals reports one `const` failure per member, then `anyOf`: merge them.
-      allowed.set(field, [...(allowed.get(field) ?? []), String(params.allowedValue)]);
-      continue;
-    } else if (error.keyword === 'anyOf' && allowed.has(field)) {
-      message = `must be one of: ${allowed.get(field)?.join(', ') ?? ''}`;
-    } else if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
-      message = `must be one of: ${params.allowedValues.map(String).join(', ')}`;
-    } else if (error.keyword === 'required' && typeof params.missingProperty === 'string') {
-      field = `${field}.${params.missingProperty}`;
-      message = 'is required';
-    } else if (
-      error.keyword === 'additionalProperties' &&
-      typeof params.additionalProperty === 'string'
-    ) {
-      field = `${field}.${params.additionalProperty}`;
-      message = 'is not an allowed property';
+    switch (error.keyword) {
+      case 'const':
+        // A union of literals reports one `const` failure per member, then `anyOf`: merge them.
+        allowed.set(field, [...(allowed.get(field) ?? []), String(params.allowedValue)]);
+        break;
+      case 'enum':
+        add(field, `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}`);
+        break;
+      case 'type':
+        types.set(field, [...(types.get(field) ?? []), ...String(params.type).split(',')]);
+        break;
+      case 'required':
+        add(`${field}.${String(params.missingProperty)}`, 'is required');
+        break;
+      case 'additionalProperties':
+        add(`${field}.${String(params.additionalProperty)}`, 'is not an allowed property');
+        break;
+      case 'anyOf':
+      case 'oneOf':
+        // The branches' own errors say more; this only stands in when they said nothing.
+        add(field, NO_FORM);
+        break;
+      default:
+        add(field, plainMessage(error));
     }
-    if (!messages.has(field)) messages.set(field, `${field} ${message}`);
   }
-  return new Error([...messages.values()].join('; '));
+  for (const [field, values] of allowed)
+    messages.set(field, `must be one of: ${values.join(', ')}`);
+  // A wrong type is the least precise message: any other failure of the field says more.
+  const shapeOnly = new Set<string>();
+  for (const [field, list] of types) {
+    const current = messages.get(field);
+    if (allowed.has(field) || (current !== undefined && current !== NO_FORM)) continue;
+    messages.set(field, typeMessage(list));
+    shapeOnly.add(field);
+  }
+  // A value whose parts failed had the right shape: report the parts, not the union around them.
+  const general = (field: string) => shapeOnly.has(field) || messages.get(field) === NO_FORM;
+  const all = [...messages.keys()];
+  const fields = all.filter(
+    (field) => !(general(field) && all.some((other) => other.startsWith(`${field}.`))),
+  );
+  return new Error(fields.map((field) => `${field} ${messages.get(field) ?? ''}`).join('; '));
 }

@@ -32,7 +32,10 @@ import { scratchName } from './storage/scratch.js';
 export interface IndexParams {
   commandId: string;
   maxChars: number;
+  /** The overlap the chunker applies (at most maxChars/2). */
   overlapChars: number;
+  /** The overlap the request asked for, when more than the chunker applies. */
+  requestedOverlapChars?: number;
 }
 
 /** What a run answers: the indexed document. */
@@ -80,6 +83,16 @@ async function timed<T>(timings: Timings, name: string, stage: () => Promise<T> 
   const result = await stage();
   timings[name] = Math.round(performance.now() - start);
   return result;
+}
+
+/** Says when the applied overlap is less than the requested one. */
+function chunkingWarnings(params: IndexParams): string[] {
+  const requested = params.requestedOverlapChars;
+  return requested === undefined || requested === params.overlapChars
+    ? []
+    : [
+        `overlapChars ${requested} was reduced to ${params.overlapChars}: chunks share at most half of maxChars (${params.maxChars}).`,
+      ];
 }
 
 export class IndexPipeline {
@@ -229,6 +242,7 @@ export class IndexPipeline {
       chunking: {
         maxChars: params.maxChars,
         overlapChars: params.overlapChars,
+        requestedOverlapChars: params.requestedOverlapChars ?? params.overlapChars,
         chunkCount: chunks.length,
       },
       embedding: {
@@ -237,7 +251,7 @@ export class IndexPipeline {
         cachedChunks: embedded.cached,
       },
       timings: { ...(converted.meta?.timings ?? {}), ...timings },
-      warnings: converted.meta?.warnings ?? [],
+      warnings: [...(converted.meta?.warnings ?? []), ...chunkingWarnings(params)],
     };
     const start = performance.now();
     const outcome = await deps.store.commitIndex({

@@ -21,7 +21,11 @@ interface IndexingDeps {
   log: FastifyBaseLogger;
 }
 
-/** Resolves defaults and checks bounds (400, never clamped). */
+/**
+ * Resolves defaults and checks bounds (400, never clamped), except the overlap: any overlap below
+ * maxChars is accepted, as the reference server does, and at most half a chunk is applied (the
+ * chunker's bound); the run records both. The schema cannot compare two fields, hence this check.
+ */
 function indexParams(body: IndexBody, commands: readonly ConverterCommand[]): IndexParams {
   const commandId = body.commandId ?? 'auto';
   if (!commands.some((c) => c.id === commandId)) {
@@ -31,14 +35,26 @@ function indexParams(body: IndexBody, commands: readonly ConverterCommand[]): In
     );
   }
   const maxChars = body.maxChars ?? MAX_CHARS.default;
-  const overlapChars = body.overlapChars ?? Math.round(maxChars * 0.15);
-  if (overlapChars > Math.floor(maxChars / 2)) {
+  const requested = body.overlapChars ?? Math.round(maxChars * 0.15);
+  if (requested >= maxChars) {
     throw new AppError(
       'VALIDATION_ERROR',
-      `body.overlapChars must be at most maxChars/2 (${Math.floor(maxChars / 2)}).`,
+      `body.overlapChars must be less than maxChars (${maxChars}).`,
     );
   }
-  return { commandId, maxChars, overlapChars };
+  const overlapChars = Math.min(requested, Math.floor(maxChars / 2));
+  return {
+    commandId,
+    maxChars,
+    overlapChars,
+    ...(overlapChars === requested ? {} : { requestedOverlapChars: requested }),
+  };
+}
+
+/** The request of a stored run's parameters (index_params), with the overlap as requested. */
+function storedBody(json: string): IndexBody {
+  const { requestedOverlapChars, ...params } = JSON.parse(json) as Partial<IndexParams>;
+  return { ...params, overlapChars: requestedOverlapChars ?? params.overlapChars };
 }
 
 /** A document left `indexing` this long without a live job is taken over at start-up. */
@@ -82,7 +98,7 @@ export class IndexingService {
     const row = await this.deps.repo.findById(id);
     if (row === undefined)
       throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
-    const stored = row.index_params === null ? {} : (JSON.parse(row.index_params) as IndexBody);
+    const stored = row.index_params === null ? {} : storedBody(row.index_params);
     const outcome = await this.index(id, { ...stored, async: false });
     if (!outcome.done) throw new Error('a synchronous index run did not finish');
     return outcome.result;
@@ -103,7 +119,7 @@ export class IndexingService {
       if (shared && Date.now() - Date.parse(doc.updated_at) < ORPHAN_GRACE_MS) continue;
       let params: IndexParams;
       try {
-        params = indexParams(JSON.parse(doc.index_params ?? '{}') as IndexBody, this.deps.commands);
+        params = indexParams(storedBody(doc.index_params ?? '{}'), this.deps.commands);
       } catch {
         await this.deps.repo.failIndex(
           doc.id,

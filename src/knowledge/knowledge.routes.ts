@@ -2,7 +2,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AUTHENTICATED_ERRORS, errorResponses } from '../http/schemas.js';
+import { AUTHENTICATED_ERRORS, described, errorResponses } from '../http/schemas.js';
 import type { KnowledgeModule } from './knowledge.module.js';
 import {
   ChunkSchema,
@@ -16,6 +16,7 @@ import {
   ListQuerySchema,
   RetrieveBodySchema,
   RetrieveResultSchema,
+  UploadFormSchema,
 } from './knowledge.schemas.js';
 import { readUpload } from './upload.js';
 
@@ -45,7 +46,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
       schema: {
         summary: 'Converter commands',
         tags,
-        response: { 200: CommandsSchema, ...errors() },
+        response: { 200: described('The converter commands.', CommandsSchema), ...errors() },
       },
     },
     () => ({ items: knowledge.commands.map(({ id, description }) => ({ id, description })) }),
@@ -58,7 +59,10 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
       schema: {
         summary: 'Whether the converter binary resolves',
         tags,
-        response: { 200: ConverterStatusSchema, ...errors() },
+        response: {
+          200: described('Whether the converter is installed, and where.', ConverterStatusSchema),
+          ...errors(),
+        },
       },
     },
     () => knowledge.converterStatus(),
@@ -72,7 +76,13 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         summary: 'List documents, newest first',
         tags,
         querystring: ListQuerySchema,
-        response: { 200: Type.Object({ items: Type.Array(DocumentSchema) }), ...errors() },
+        response: {
+          200: Type.Object(
+            { items: Type.Array(DocumentSchema) },
+            { description: 'The documents, newest first.' },
+          ),
+          ...errors(),
+        },
       },
     },
     async (request) => {
@@ -90,7 +100,10 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         summary:
           'Document counts, the active embedding model and how many documents need re-embedding',
         tags,
-        response: { 200: KnowledgeStatusSchema, ...errors() },
+        response: {
+          200: described('The counts and the model.', KnowledgeStatusSchema),
+          ...errors(),
+        },
       },
     },
     async () => {
@@ -112,7 +125,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         summary: 'One document',
         tags,
         params: IdParamsSchema,
-        response: { 200: DocumentSchema, ...errors(404) },
+        response: { 200: described('The document.', DocumentSchema), ...errors(404) },
       },
     },
     (request) => knowledge.documents.get(request.params.id),
@@ -126,7 +139,13 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         summary: 'Chunks of a document in chunkIndex order',
         tags,
         params: IdParamsSchema,
-        response: { 200: Type.Object({ items: Type.Array(ChunkSchema) }), ...errors(404) },
+        response: {
+          200: Type.Object(
+            { items: Type.Array(ChunkSchema) },
+            { description: 'The chunks of the last successful index run.' },
+          ),
+          ...errors(404),
+        },
       },
     },
     async (request) => ({ items: await knowledge.documents.chunks(request.params.id) }),
@@ -135,14 +154,28 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
   app.post(
     '/knowledge/documents/upload',
     {
-      config: WRITE,
+      config: {
+        ...WRITE,
+        // The form is documented, not validated: the handler streams the parts itself.
+        swaggerTransform: ({ schema, url }) => ({
+          schema: { ...schema, body: UploadFormSchema },
+          url,
+        }),
+      },
       schema: {
-        summary: 'Upload one file (multipart: `file`, optional `projectId`, `source`)',
+        summary: 'Upload one file',
         description:
           'Streams the file to disk. 201 with the new document; 200 with the existing one when the same bytes were uploaded to the same project before.',
         tags,
         consumes: ['multipart/form-data'],
-        response: { 200: DocumentSchema, 201: DocumentSchema, ...errors(413, 415, 503) },
+        response: {
+          200: described(
+            'The same file was uploaded to this project before: that document.',
+            DocumentSchema,
+          ),
+          201: described('The new document, status `uploaded`.', DocumentSchema),
+          ...errors(413, 415, 503),
+        },
       },
     },
     async (request, reply) => {
@@ -164,8 +197,14 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         params: IdParamsSchema,
         body: Type.Union([IndexBodySchema, Type.Null()]),
         response: {
-          201: IndexResultSchema,
-          202: Type.Object({ document: DocumentSchema }),
+          201: described(
+            'Indexed: the document, its chunk count and embedding model.',
+            IndexResultSchema,
+          ),
+          202: Type.Object(
+            { document: DocumentSchema },
+            { description: 'Queued (`async: true`): the document, status `indexing`.' },
+          ),
           ...errors(404, 409, 422, 502, 503, 504),
         },
       },
@@ -186,7 +225,10 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         summary: 'Delete a document with its chunks, vectors and files',
         tags,
         params: IdParamsSchema,
-        response: { 200: Type.Object({ ok: Type.Boolean() }), ...errors(404, 503) },
+        response: {
+          200: Type.Object({ ok: Type.Boolean() }, { description: 'Deleted.' }),
+          ...errors(404, 503),
+        },
       },
     },
     async (request) => {
@@ -205,7 +247,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
           'Scores: `semantic` = cosine similarity in [-1, 1]; `keyword` = 0.1 + 0.9 × calibrated BM25 s/(s+16), in [0.1, 1); `hybrid` (default): K + 0.9 × (1 − K*) × max(0, cosine), in [0, 1), where K = x/(1+x) with x = (BM25/16)^5 is the keyword evidence of the passage (0 without a query word) and K* the best K of the query: when the query has a strong keyword match, scores ≈ K (0.5 at BM25 16) and keywords rank; when it has none, scores ≈ 0.9 × cosine and meaning ranks. A score is never below the keyword evidence of its passage. Items are ordered by score; `minScore` filters before `topK` (without it, hits scoring ≤ 0 are dropped).',
         tags,
         body: RetrieveBodySchema,
-        response: { 200: RetrieveResultSchema, ...errors() },
+        response: { 200: described('The hits, best first.', RetrieveResultSchema), ...errors() },
       },
     },
     (request) => knowledge.retrieval.retrieve(request.body),

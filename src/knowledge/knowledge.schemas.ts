@@ -83,6 +83,34 @@ export const ListQuerySchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** Characters of the upload's text fields at most. */
+export const UPLOAD_FIELD_LIMITS = { projectId: 200, source: 100 } as const;
+
+/**
+ * The multipart form of an upload. For the OpenAPI document only: @fastify/multipart streams the
+ * parts (upload.ts reads them, with these limits), so there is no parsed body to validate.
+ */
+export const UploadFormSchema = Type.Object({
+  file: Type.String({
+    format: 'binary',
+    description:
+      'The file (exactly one file part; any field name). Its content and name decide the format.',
+  }),
+  projectId: Type.Optional(
+    Type.String({
+      maxLength: UPLOAD_FIELD_LIMITS.projectId,
+      description: 'Project to file the document under.',
+    }),
+  ),
+  source: Type.Optional(
+    Type.String({
+      maxLength: UPLOAD_FIELD_LIMITS.source,
+      default: 'upload',
+      description: 'Where the document came from.',
+    }),
+  ),
+});
+
 export const IdParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 
 export const MAX_CHARS = { minimum: 200, maximum: 8000, default: 1400 } as const;
@@ -102,8 +130,9 @@ export const IndexBodySchema = Type.Object(
     overlapChars: Type.Optional(
       Type.Integer({
         minimum: 0,
-        maximum: 4000,
-        description: 'Characters shared by neighbours (0..maxChars/2, default 15 % of maxChars).',
+        maximum: MAX_CHARS.maximum - 1,
+        description:
+          'Characters shared by neighbouring chunks, 0 to maxChars − 1 (default 15 % of maxChars). At most maxChars/2 is applied; `converterMeta.chunking` records the requested and the applied value, and `converterMeta.warnings` says when they differ.',
       }),
     ),
     async: Type.Optional(Type.Boolean({ description: 'Answer 202 at once; poll the document.' })),

@@ -5,9 +5,10 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import type { UploadInput } from './documents.service.js';
+import { UPLOAD_FIELD_LIMITS } from './knowledge.schemas.js';
 import type { FileStorage, PendingFile } from './storage/storage.js';
 
-const FIELD_LIMITS: Record<string, number> = { projectId: 200, source: 100 };
+const FIELD_LIMITS: Record<string, number> = UPLOAD_FIELD_LIMITS;
 
 /** Multipart parser errors are the client's: a malformed body is a 400, not a 500. */
 function asUploadError(error: unknown): unknown {

@@ -42,7 +42,7 @@ describe('error bodies', () => {
     expect(res.json()).toEqual({
       statusCode: 400,
       code: 'VALIDATION_ERROR',
-      message: 'body.name must NOT have fewer than 1 characters',
+      message: 'body.name must not be empty',
     });
     const extra = await t.app.inject({
       method: 'POST',

@@ -112,12 +112,18 @@ describe('index', () => {
       [{ commandId: 'nope' }, 'KNOWLEDGE_COMMAND_NOT_FOUND'],
       [{ maxChars: 100 }, 'VALIDATION_ERROR'],
       [{ maxChars: 9000 }, 'VALIDATION_ERROR'],
-      [{ maxChars: 1000, overlapChars: 600 }, 'VALIDATION_ERROR'],
+      [{ maxChars: 1000, overlapChars: 1000 }, 'VALIDATION_ERROR'],
+      [{ maxChars: 400, overlapChars: 1600 }, 'VALIDATION_ERROR'],
+      [{ overlapChars: 1400 }, 'VALIDATION_ERROR'],
+      [{ overlapChars: 8000 }, 'VALIDATION_ERROR'],
       [{ overlapChars: -1 }, 'VALIDATION_ERROR'],
     ] as const) {
       const res = await k.index(doc.id, body);
       expect(res.statusCode, JSON.stringify(body)).toBe(400);
       expect(res.json()).toMatchObject({ code });
+      if ('overlapChars' in body) {
+        expect(res.json<{ message: string }>().message).toContain('body.overlapChars');
+      }
     }
     expect((await k.get(`/documents/${doc.id}`)).json()).toMatchObject({
       status: 'uploaded',
@@ -126,6 +132,39 @@ describe('index', () => {
     expect((await k.index('missing')).json()).toMatchObject({
       statusCode: 404,
       code: 'KNOWLEDGE_DOCUMENT_NOT_FOUND',
+    });
+  });
+
+  it('accepts any overlap below maxChars, applies at most half and records both', async () => {
+    const doc = await k.uploadOk('overlap.md', `# Overlap\n\n${'Words of prose. '.repeat(300)}`);
+    // The reference console allows overlap up to min(1600, maxChars - 50).
+    const result = await k.indexOk(doc.id, { maxChars: 1000, overlapChars: 600 });
+    const meta = result.document.converterMeta as { chunking: object; warnings: string[] };
+    expect(meta.chunking).toMatchObject({
+      maxChars: 1000,
+      requestedOverlapChars: 600,
+      overlapChars: 500,
+      chunkCount: result.chunkCount,
+    });
+    expect(meta.warnings).toEqual([expect.stringMatching(/overlapChars 600 .* 500/)]);
+    const chunks = (await k.get(`/documents/${doc.id}/chunks`)).json<{ items: Chunk[] }>().items;
+    expect(chunks.length).toBeGreaterThan(1);
+    // Neighbours share at most the applied overlap.
+    for (let i = 1; i < chunks.length; i++) {
+      const prev = chunks[i - 1]!.metadata as { endOffset: number };
+      const next = chunks[i]!.metadata as { startOffset: number };
+      expect(prev.endOffset - next.startOffset).toBeLessThanOrEqual(500);
+    }
+    // A re-index keeps the request, so it records the same.
+    const again = await t.ctx.knowledge.indexing.reindex(doc.id);
+    expect(again.document.converterMeta).toMatchObject({
+      chunking: { requestedOverlapChars: 600, overlapChars: 500 },
+    });
+
+    const plain = await k.indexOk(doc.id, { maxChars: 1000, overlapChars: 500 });
+    expect(plain.document.converterMeta).toMatchObject({
+      chunking: { requestedOverlapChars: 500, overlapChars: 500 },
+      warnings: [],
     });
   });
 

@@ -34,6 +34,9 @@ const LOADERS: Readonly<Record<string, Loader>> = {
   ods: office('convertOds'),
 };
 
+/** The binary formats with a converter (file-type `ext`s), in registry order. */
+export const BINARY_FORMATS: readonly string[] = Object.keys(LOADERS);
+
 /** Whether content with this signature (file-type `ext`) has a converter. */
 export function isBinaryFormat(format: string): boolean {
   return Object.hasOwn(LOADERS, format);

@@ -19,7 +19,7 @@
  */
 import { extname } from 'node:path';
 import { fileTypeFromFile } from 'file-type';
-import { isBinaryFormat } from './binary.js';
+import { BINARY_FORMATS, isBinaryFormat } from './binary.js';
 import { looksLikeHtml } from './html.js';
 import { decodeText, looksBinary } from './text.js';
 
@@ -62,6 +62,17 @@ const EXTENSIONS: Record<string, TextFormat> = {
   '.json': 'json',
   '.jsonl': 'jsonl',
   '.ndjson': 'jsonl',
+};
+
+/** Human names of the text formats. */
+const TEXT_FORMAT_NAMES: Record<TextFormat, string> = {
+  text: 'plain text',
+  markdown: 'Markdown',
+  html: 'HTML',
+  csv: 'CSV',
+  tsv: 'TSV',
+  json: 'JSON',
+  jsonl: 'JSON Lines',
 };
 
 /** Human names for the binary formats users most often upload. */
@@ -135,6 +146,19 @@ export function detectFormat(name: string, head: Uint8Array, signature?: Signatu
   if (byName !== undefined && byName !== 'text') return { kind: 'text', format: byName };
   const html = looksLikeHtml(decodeText(head, { htmlCharset: true }).text);
   return { kind: 'text', format: html ? 'html' : 'text' };
+}
+
+/**
+ * Every format the converter converts, named for people: the text formats, then the binary
+ * registry's (binary.ts), e.g. `Word document (DOCX)`. The server lists them in the `auto`
+ * command's description.
+ */
+export function convertibleFormats(): string[] {
+  const binary = BINARY_FORMATS.map((ext) => {
+    const name = DESCRIPTIONS[ext] ?? `${ext.toUpperCase()} file`;
+    return name.toLowerCase().startsWith(ext) ? name : `${name} (${ext.toUpperCase()})`;
+  });
+  return [...Object.values(TEXT_FORMAT_NAMES), ...binary];
 }
 
 /** The content's binary signature, read from the file itself (only its first bytes are read). */

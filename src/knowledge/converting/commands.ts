@@ -7,6 +7,7 @@ import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, type Config } from '../../config.js';
+import { convertibleFormats } from '../../converter/formats/detect.js';
 
 /** A command indexing can run: an id to pick it by, and how to start it. */
 export interface ConverterCommand {
@@ -73,9 +74,9 @@ function builtinCommands(config: Config['knowledge']): ConverterCommand[] {
     {
       id: 'auto',
       description:
-        'Default: detects the format and converts it — text, markdown, HTML, CSV/TSV, JSON, PDF ' +
-        'and images (PNG, JPEG, TIFF, WebP, BMP, GIF). PDF pages with a text layer are read ' +
-        'directly; scanned pages and images are OCR’d. Right for almost every document.',
+        `Default: detects the format and converts it: ${convertibleFormats().join(', ')}. ` +
+        'PDF pages with a text layer are read directly; scanned pages and images are OCR’d. ' +
+        'Right for almost every document.',
       argv: run('auto'),
       builtin: true,
     },
