@@ -58,6 +58,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   guardConnections(app, ctx.config.http);
   // JSON only (multipart is added where uploads live): other bodies get 415, not a confusing 400.
   app.removeContentTypeParser('text/plain');
+  // Many HTTP clients send `content-type: application/json` on every request, DELETE included: an
+  // empty body then means "no body" (the route's schema decides if one was needed), not bad JSON.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body.toString();
+    if (text === '') done(null, undefined);
+    else parseJson(request, text, done);
+  });
   if (ctx.config.corsOrigins.length > 0) {
     const any = ctx.config.corsOrigins.includes('*');
     // Browsers preflight everything but simple GET/POST: name every method and header the API

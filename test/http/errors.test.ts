@@ -77,6 +77,24 @@ describe('error bodies', () => {
     expect(text.json()).toEqual(errorBody(415, 'UNSUPPORTED_MEDIA_TYPE'));
   });
 
+  it('an empty body sent as JSON counts as no body', async () => {
+    const headers = { ...bearer(t.key), 'content-type': 'application/json' };
+    const gone = await t.app.inject({
+      method: 'DELETE',
+      url: `${t.prefix}/knowledge/documents/00000000-0000-4000-8000-000000000000`,
+      headers,
+    });
+    expect(gone.json()).toEqual(errorBody(404, 'KNOWLEDGE_DOCUMENT_NOT_FOUND'));
+    const create = await t.app.inject({
+      method: 'POST',
+      url: `${t.prefix}/auth/api-keys/create`,
+      headers,
+      payload: '',
+    });
+    expect(create.json()).toMatchObject({ statusCode: 400, code: 'VALIDATION_ERROR' });
+    expect(create.json<{ message: string }>().message).toMatch(/^body /);
+  });
+
   it('an unexpected exception → generic 500; the details go to the log only', async () => {
     const app = await createTestApp();
     try {
