@@ -12,6 +12,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL failures', () => {
       url: fresh.url,
       poolMax: 2,
       statementTimeoutMs: 200,
+      connectTimeoutMs: 5000,
     });
     try {
       if (database.driver !== 'postgres') throw new Error('expected PostgreSQL');
@@ -40,6 +41,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL failures', () => {
         url: url.toString(),
         poolMax: 1,
         statementTimeoutMs: 1000,
+        connectTimeoutMs: 5000,
       }),
     ).rejects.toThrow(/Cannot connect to PostgreSQL/);
   });
