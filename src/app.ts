@@ -89,7 +89,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   await registerOpenApi(app);
 
-  await app.register(healthRoutes, { queue: ctx.queue, migration: ctx.migration });
+  await app.register(healthRoutes, ctx);
   await app.register(
     async (api) => {
       registerGuard(api, {

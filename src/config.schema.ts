@@ -56,6 +56,27 @@ export const ENV_SCHEMA = Type.Object({
     default: 30_000,
     description: 'PostgreSQL: a statement running longer is cancelled (error 503).',
   }),
+  DATABASE_CONNECT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 5000,
+    description:
+      'PostgreSQL: how long a request waits for a pooled connection, or for a new one to open, before it answers 503 `DATABASE_UNAVAILABLE` (so requests never queue without end while the database is away or every connection is busy).',
+  }),
+  READY_CHECK_TIMEOUT_MS: Type.Integer({
+    minimum: 50,
+    maximum: 60_000,
+    default: 1000,
+    description:
+      '`GET /health/ready`: how long its database check may take before the instance counts as not ready.',
+  }),
+  READY_CHECK_CACHE_MS: Type.Integer({
+    minimum: 0,
+    maximum: 60_000,
+    default: 1000,
+    description:
+      '`GET /health/ready`: how long a database check answers for, so frequent load-balancer polls do not each reach the database (0: check on every poll).',
+  }),
   STORAGE_DRIVER: Type.Union([Type.Literal('local'), Type.Literal('postgres')], {
     default: 'local',
     description:

@@ -22,8 +22,17 @@ export interface Config {
   dataDir: string;
   database:
     | { driver: 'sqlite'; filename: string }
-    | { driver: 'postgres'; url: string; poolMax: number; statementTimeoutMs: number };
+    | {
+        driver: 'postgres';
+        url: string;
+        poolMax: number;
+        statementTimeoutMs: number;
+        /** How long a query waits for a pooled connection (or a new one to open). */
+        connectTimeoutMs: number;
+      };
   storage: { driver: 'local' | 'postgres' };
+  /** GET /health/ready: its database check's time limit, and how long a result is reused. */
+  readiness: { timeoutMs: number; cacheMs: number };
   /** Null: generate and keep one in `dataDir` (refused in production). */
   jwtSecret: string | null;
   jwtTtlSeconds: number;
@@ -154,6 +163,7 @@ export function loadConfig(
       url,
       poolMax: e.DATABASE_POOL_MAX,
       statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+      connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     };
   } else {
     problems.set('DATABASE_URL', 'DATABASE_URL must be unset, sqlite:<path> or postgres://…');
@@ -184,6 +194,7 @@ export function loadConfig(
     dataDir: resolve(cwd, e.DATA_DIR),
     database,
     storage: { driver: e.STORAGE_DRIVER },
+    readiness: { timeoutMs: e.READY_CHECK_TIMEOUT_MS, cacheMs: e.READY_CHECK_CACHE_MS },
     jwtSecret: e.JWT_SECRET ?? null,
     jwtTtlSeconds: parseDuration(e.JWT_TTL),
     apiKeySalt: e.API_KEY_SALT ?? null,

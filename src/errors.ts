@@ -35,6 +35,10 @@ export const ERROR_CATALOGUE = {
     status: 503,
     message: 'The database is unreachable, busy or did not answer in time; retry shortly.',
   },
+  NOT_READY: {
+    status: 503,
+    message: 'The instance is starting and not ready to serve requests yet; retry shortly.',
+  },
   KNOWLEDGE_DOCUMENT_NOT_FOUND: { status: 404, message: 'Knowledge document not found.' },
   KNOWLEDGE_DOCUMENT_REQUIRED: { status: 400, message: 'The upload has no file part.' },
   KNOWLEDGE_DOCUMENT_EMPTY: { status: 400, message: 'The uploaded file is empty.' },

@@ -2,17 +2,20 @@
 # A throwaway PostgreSQL cluster for tests (default: PostgreSQL 15 from /usr/lib/postgresql/15/bin).
 #
 #   cluster.sh start <dir>   initdb in <dir> (created if missing; must be empty otherwise), start the server on a
-#                            free TCP port on 127.0.0.1 only (unix socket inside <dir>), create the pgvector
+#                            free TCP port (or $PG_PORT) on 127.0.0.1 only (unix socket inside <dir>), create the pgvector
 #                            extension in template1 (so every database created later has it) and in "postgres",
 #                            and print the connection URL on stdout:
 #                              postgres://postgres@127.0.0.1:<port>/postgres
 #                            Logs go to stderr; the server log is <dir>/postgres.log.
 #   cluster.sh stop <dir>    stop the server (pg_ctl stop -m fast) and remove <dir>. A no-op when <dir> is gone.
+#   cluster.sh pause <dir>   stop the server (pg_ctl stop -m fast) but keep <dir>: an outage, for fault tests.
+#   cluster.sh resume <dir>  start the paused server again, on the same port and data (prints the URL).
 #
 # Run as root, the server runs as the "postgres" system user (initdb refuses root); run as anyone else, it runs
 # as that user. Authentication is "trust" and durability is off (fsync etc.): for tests only.
 # Needs pgvector installed (scripts/postgres/install-pgvector.sh).
-# Env: PG_MAJOR (default 15), PG_BIN (default /usr/lib/postgresql/$PG_MAJOR/bin).
+# Env: PG_MAJOR (default 15), PG_BIN (default /usr/lib/postgresql/$PG_MAJOR/bin),
+#      PG_PORT (start: listen on this port instead of a free one; fails if it is taken).
 set -euo pipefail
 
 PG_MAJOR="${PG_MAJOR:-15}"
@@ -21,7 +24,7 @@ MARKER=".throwaway-postgres-cluster"
 
 log() { echo "[pg-cluster] $*" >&2; }
 die() { log "error: $*"; exit 1; }
-usage() { echo "usage: $0 start|stop <dir>" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|pause|resume <dir>" >&2; exit 2; }
 
 run_as_pg() {
   # cd into the cluster dir first: the postgres user may not be able to read the caller's working directory.
@@ -46,6 +49,9 @@ is_running() { [[ -f "$dir/data/postmaster.pid" ]] && run_as_pg "$PG_BIN/pg_ctl"
 
 cmd_start() {
   [[ -x "$PG_BIN/initdb" ]] || die "PostgreSQL $PG_MAJOR not found in $PG_BIN"
+  if [[ -n "${PG_PORT:-}" ]]; then
+    [[ "$PG_PORT" =~ ^[0-9]+$ ]] && ((PG_PORT >= 1 && PG_PORT <= 65535)) || die "PG_PORT must be a port number (1-65535), not \"$PG_PORT\""
+  fi
   [[ -f "/usr/share/postgresql/$PG_MAJOR/extension/vector.control" ]] \
     || die "pgvector is not installed for PostgreSQL $PG_MAJOR: run scripts/postgres/install-pgvector.sh"
 
@@ -84,14 +90,14 @@ CONF
 
   local port attempt
   for attempt in 1 2 3; do
-    port="$(free_port)"
+    port="${PG_PORT:-$(free_port)}"
     echo "port = $port" >"$dir/data/port.conf"
     [[ "$(id -u)" -ne 0 ]] || chown postgres: "$dir/data/port.conf"
     log "pg_ctl start on 127.0.0.1:$port"
     if run_as_pg "$PG_BIN/pg_ctl" start -w -t 60 -s -D "$dir/data" -l "$dir/postgres.log" >/dev/null 2>&1; then
       break
     fi
-    if ((attempt < 3)) && grep -q 'could not bind\|Address already in use' "$dir/postgres.log" 2>/dev/null; then
+    if [[ -z "${PG_PORT:-}" ]] && ((attempt < 3)) && grep -q 'could not bind\|Address already in use' "$dir/postgres.log" 2>/dev/null; then
       log "port $port was taken meanwhile, retrying"
       continue
     fi
@@ -137,10 +143,42 @@ cmd_stop() {
   rm -rf "$dir"
 }
 
+# The cluster in <dir> must be one this script made (pause/resume).
+own_cluster() {
+  [[ -d "$dir" ]] || die "$dir does not exist"
+  dir="$(cd "$dir" && pwd -P)"
+  [[ -f "$dir/$MARKER" && -f "$dir/url" ]] || die "$dir is not a cluster made by this script"
+}
+
+cmd_pause() {
+  own_cluster
+  if ! is_running; then
+    log "not running in $dir"
+    return 0
+  fi
+  log "pg_ctl stop -m fast ($dir/data), keeping the data"
+  run_as_pg "$PG_BIN/pg_ctl" stop -w -t 30 -s -m fast -D "$dir/data" >&2 || die "pg_ctl stop failed"
+}
+
+cmd_resume() {
+  own_cluster
+  if is_running; then
+    log "already running in $dir"
+  else
+    # The port is kept in data/port.conf: clients reconnect to the same address.
+    log "pg_ctl start ($dir/data)"
+    run_as_pg "$PG_BIN/pg_ctl" start -w -t 60 -s -D "$dir/data" -l "$dir/postgres.log" >/dev/null 2>&1 \
+      || { tail -n 30 "$dir/postgres.log" >&2 || true; die "pg_ctl start failed (log: $dir/postgres.log)"; }
+  fi
+  cat "$dir/url"
+}
+
 [[ $# -eq 2 && -n "$2" ]] || usage
 dir="$2"
 case "$1" in
   start) cmd_start ;;
   stop) cmd_stop ;;
+  pause) cmd_pause ;;
+  resume) cmd_resume ;;
   *) usage ;;
 esac

@@ -7,7 +7,8 @@
 # Needs root (apt-get install, make install). Idempotent: does nothing when already installed.
 #
 # Usage: bash scripts/postgres/install-pgvector.sh
-# Env:   PG_MAJOR (default 15), PGVECTOR_SUITE (Debian suite to take the source from, default trixie)
+# Env:   PG_MAJOR (default 15), PGVECTOR_SUITE (Debian suite to take the source from, default trixie),
+#        APT_LOCK_TIMEOUT (seconds to wait while another apt or dpkg holds the lock, default 600)
 set -euo pipefail
 
 PG_MAJOR="${PG_MAJOR:-15}"
@@ -17,8 +18,32 @@ CONTROL="/usr/share/postgresql/$PG_MAJOR/extension/vector.control"
 DEBIAN_MIRROR="http://deb.debian.org/debian"
 KEYRING="/usr/share/keyrings/debian-archive-keyring.gpg"
 
+APT_LOCK_TIMEOUT="${APT_LOCK_TIMEOUT:-600}"
+
 log() { echo "[install-pgvector] $*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+# apt-get on the system's state, its output in <logfile>: waits while another apt or dpkg (an
+# unattended upgrade, a parallel provisioning step) holds the lock instead of failing at once.
+# apt waits for the dpkg lock itself (DPkg::Lock::Timeout); the loop also covers the locks it
+# does not wait for (the lists lock of `apt-get update` on older apt) and anything that slips by.
+apt_get() {
+  local logfile=$1
+  shift
+  local deadline=$((SECONDS + APT_LOCK_TIMEOUT))
+  while :; do
+    if apt-get -o "DPkg::Lock::Timeout=$APT_LOCK_TIMEOUT" "$@" >"$logfile" 2>&1; then
+      return 0
+    fi
+    if ((SECONDS < deadline)) \
+      && grep -qE 'Could not get lock|Unable to (acquire|lock)|is held by process|dpkg frontend lock' "$logfile"; then
+      log "another apt or dpkg holds the lock; retrying in 5 s (gives up after ${APT_LOCK_TIMEOUT}s)"
+      sleep 5
+      continue
+    fi
+    return 1
+  done
+}
 
 installed_version() { sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" "$CONTROL"; }
 
@@ -41,9 +66,9 @@ done
 if ((${#missing[@]})); then
   aptlog="$(mktemp -t pgvector-apt.XXXXXX)"
   log "apt-get update (system sources)"
-  apt-get update -qq >"$aptlog" 2>&1 || { cat "$aptlog" >&2; rm -f "$aptlog"; die "apt-get update failed"; }
+  apt_get "$aptlog" update -qq || { cat "$aptlog" >&2; rm -f "$aptlog"; die "apt-get update failed"; }
   log "apt-get install ${missing[*]}"
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >"$aptlog" 2>&1 \
+  apt_get "$aptlog" install -y -qq --no-install-recommends "${missing[@]}" \
     || { cat "$aptlog" >&2; rm -f "$aptlog"; die "apt-get install failed"; }
   rm -f "$aptlog"
 else

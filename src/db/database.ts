@@ -11,6 +11,8 @@ interface DatabaseBase {
    * so concurrent processes (migrations, for one) cannot interleave.
    */
   exclusiveTransaction<T>(fn: (trx: Db) => Promise<T>): Promise<T>;
+  /** Resolves when the database answers a trivial query within `timeoutMs`; rejects otherwise. */
+  ping(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -33,10 +33,17 @@ export function openSqlite(filename: string): SqliteDatabase {
   registerInertVec0(native);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: native }) });
 
+  const probe = native.prepare('select 1');
   return {
     driver: 'sqlite',
     db,
     native,
+    // In-process and synchronous: it fails only when the file is gone or the handle closed.
+    ping: () =>
+      new Promise<void>((resolve) => {
+        probe.get();
+        resolve();
+      }),
     async exclusiveTransaction(fn) {
       // BEGIN IMMEDIATE takes SQLite's write lock up front, so two processes serialise here
       // instead of both reading the same state and one failing on upgrade.

@@ -1,8 +1,14 @@
-/** GET /health: public, unprefixed, always 200; answers from memory, never from the database. */
+/**
+ * GET /health (liveness): public, unprefixed, always 200; answers from memory, never from the
+ * database. GET /health/ready (readiness): 200 when this instance can serve, 503 otherwise.
+ */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import type { AppContext } from '../context.js';
 import type { MigrationState } from '../db/migrator.js';
+import { errorResponses } from '../http/schemas.js';
 import type { JobQueue, LaneCounts } from '../queue/queue.js';
+import { Readiness } from './readiness.js';
 
 const LaneSchema = Type.Object({
   queued: Type.Integer(),
@@ -36,12 +42,19 @@ const HealthSchema = Type.Object({
   }),
 });
 
-interface HealthDeps {
-  queue: JobQueue;
-  migration: MigrationState;
-}
+const ReadySchema = Type.Object({
+  status: Type.Literal('ready'),
+  databaseDriver: Type.Enum(['sqlite', 'postgres']),
+  databaseLatencyMs: Type.Integer({ description: 'How long the last database check took.' }),
+  checkedAt: Type.String({
+    format: 'date-time',
+    description: 'When the database was last checked (a check is reused for READY_CHECK_CACHE_MS).',
+  }),
+});
 
-function healthReport({ queue, migration }: HealthDeps) {
+type HealthDeps = Pick<AppContext, 'queue' | 'migration' | 'database' | 'knowledge' | 'config'>;
+
+function healthReport({ queue, migration }: { queue: JobQueue; migration: MigrationState }) {
   const stats = queue.stats();
   const lane = (type: string): LaneCounts => {
     const l = stats.byType[type];
@@ -92,5 +105,28 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, d
       },
     },
     () => healthReport(deps),
+  );
+
+  const readiness = new Readiness({
+    database: deps.database,
+    migration: deps.migration,
+    searchReady: () => deps.knowledge.searchReady(),
+    timeoutMs: deps.config.readiness.timeoutMs,
+    cacheMs: deps.config.readiness.cacheMs,
+  });
+  app.get(
+    '/health/ready',
+    {
+      config: { access: 'public', mutates: false },
+      schema: {
+        summary: 'Readiness: whether this instance can serve requests now',
+        description:
+          'For load balancers and orchestrators (liveness is `/health`). 200 when the database answers, the migrations succeeded and the search indexes are loaded; otherwise 503 with the error body: `DATABASE_UNAVAILABLE`, `READ_ONLY_MODE` or `NOT_READY`.',
+        tags: ['core'],
+        security: [],
+        response: { 200: ReadySchema, ...errorResponses(503) },
+      },
+    },
+    () => readiness.check(),
   );
 };

@@ -3,6 +3,7 @@
  * are mapped to catalogue codes; anything else is a logged, generic 500 that reveals nothing.
  */
 import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { AppError, ERROR_CATALOGUE, type ErrorBody, type ErrorCode } from '../errors.js';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -21,24 +22,6 @@ const BY_STATUS: Partial<Record<number, ErrorCode>> = {
   415: 'UNSUPPORTED_MEDIA_TYPE',
   429: 'RATE_LIMITED',
 };
-
-/**
- * Errors of an unreachable, overloaded or timed-out database: PostgreSQL statement timeout and
- * cancellation (57014), shutdown (57P*), connection failures (08*), a dropped or refused
- * connection; SQLite's lock wait running out (SQLITE_BUSY).
- */
-function isDatabaseUnavailable(e: { code?: unknown; message?: unknown }): boolean {
-  const code = typeof e.code === 'string' ? e.code : '';
-  return (
-    code === '57014' ||
-    code.startsWith('57P') ||
-    code.startsWith('08') ||
-    code === 'ECONNREFUSED' ||
-    code === 'ECONNRESET' ||
-    code === 'SQLITE_BUSY' ||
-    (typeof e.message === 'string' && /^Connection terminated/.test(e.message))
-  );
-}
 
 export function toErrorBody(error: unknown): ErrorBody {
   if (error instanceof AppError) return error.toBody();
@@ -82,7 +65,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
   app.setErrorHandler((error, request, reply) => {
     const body = toErrorBody(error);
-    if (body.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+    // An outage fails every request alike: one line each, without a stack trace.
+    if (body.code === 'DATABASE_UNAVAILABLE') {
+      request.log.warn(
+        { code: body.code, cause: (error as Error).message },
+        'database unavailable',
+      );
+    } else if (body.statusCode >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ code: body.code, statusCode: body.statusCode }, body.message);
     return reply.status(body.statusCode).send(body);
   });

@@ -6,6 +6,7 @@
  * registers it.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import { isDatabaseUnavailable, retryWhileUnavailable } from '../db/unavailable.js';
 import { AppError } from '../errors.js';
 import type { JobContext, JobQueue } from '../queue/queue.js';
 import type { DocumentsRepository } from './documents.repository.js';
@@ -85,7 +86,17 @@ export class IndexJob {
     this.running.set(id, controller);
     const signal = AbortSignal.any([controller.signal, context.signal]);
     try {
-      return await this.deps.pipeline.run(id, token, params, signal);
+      // A database restart mid-run is no reason to fail the document: the run starts over (its
+      // commit is guarded by the token, so a second one is harmless) once the database is back.
+      return await retryWhileUnavailable(() => this.deps.pipeline.run(id, token, params, signal), {
+        signal,
+        onRetry: (error, delayMs) => {
+          this.deps.log.warn(
+            { err: error, documentId: id, delayMs },
+            'indexing: the database is unavailable; the run starts over when it is back',
+          );
+        },
+      });
     } catch (error) {
       if (context.signal.aborted) {
         // This instance is shutting down (or lost the job's lease): the document stays
@@ -97,7 +108,11 @@ export class IndexJob {
         );
       }
       const appError = this.toAppError(error, signal);
-      await this.deps.repo.failIndex(id, token, this.redact(appError.message));
+      // The document must not stay `indexing` because the database was away when it failed.
+      await retryWhileUnavailable(
+        () => this.deps.repo.failIndex(id, token, this.redact(appError.message)),
+        { signal: context.signal },
+      );
       throw new AppError(appError.code, this.redact(appError.message));
     } finally {
       if (this.running.get(id) === controller) this.running.delete(id);
@@ -112,6 +127,12 @@ export class IndexJob {
   private toAppError(error: unknown, signal: AbortSignal): AppError {
     if (signal.aborted && signal.reason instanceof AppError) return signal.reason;
     if (error instanceof AppError) return error;
+    if (isDatabaseUnavailable(error)) {
+      return new AppError(
+        'DATABASE_UNAVAILABLE',
+        'Indexing failed: the database was unavailable for too long; index the document again.',
+      );
+    }
     this.deps.log.error({ err: error }, 'indexing failed');
     const message = error instanceof Error ? error.message : String(error);
     if (error instanceof Error && error.name === 'EmbeddingError') {

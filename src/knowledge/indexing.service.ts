@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
+import { isDatabaseUnavailable, retryWhileUnavailable } from '../db/unavailable.js';
 import { AppError } from '../errors.js';
 import type { JobQueue } from '../queue/queue.js';
 import type { ConverterCommand } from './converting/commands.js';
@@ -143,7 +144,17 @@ export class IndexingService {
     try {
       await this.deps.queue.enqueue(INDEX_JOB, indexJobPayload(id, token, params), { id: token });
     } catch (error) {
-      await this.deps.repo.failIndex(id, token, 'The indexing job could not be queued.');
+      const fail = () =>
+        this.deps.repo.failIndex(id, token, 'The indexing job could not be queued.');
+      if (!isDatabaseUnavailable(error)) {
+        await fail();
+        throw error;
+      }
+      // The database went away between the two steps: the request answers 503 now, and the
+      // document is failed once the database is back, rather than left `indexing`.
+      retryWhileUnavailable(fail).catch((failError: unknown) => {
+        this.deps.log.warn({ err: failError, documentId: id }, 'failing an unqueued run failed');
+      });
       throw error;
     }
   }

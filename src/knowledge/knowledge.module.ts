@@ -43,6 +43,11 @@ export interface KnowledgeModule {
    * only delays it to the first search) and the embedding model starts loading in the background.
    */
   start(options: { recover: boolean }): Promise<void>;
+  /**
+   * Whether the search indexes are loaded (readiness). False until `start()` loaded them; when
+   * that failed, each call while none is under way starts another load in the background.
+   */
+  searchReady(): boolean;
   close(): Promise<void>;
 }
 
@@ -108,15 +113,20 @@ export async function createKnowledgeModule(
     await indexing.recoverInterrupted();
   }
 
+  const search = { started: false, loaded: false, loading: false };
   async function warmSearch(): Promise<void> {
     const start = performance.now();
+    search.loading = true;
     try {
       const chunks = await retrieval.warm();
+      search.loaded = true;
       if (chunks > 0) {
         log.info({ chunks, ms: Math.round(performance.now() - start) }, 'search indexes loaded');
       }
     } catch (error) {
       log.warn({ err: error }, 'loading the search indexes failed; the first search retries');
+    } finally {
+      search.loading = false;
     }
   }
 
@@ -131,11 +141,16 @@ export async function createKnowledgeModule(
     converterStatus: () => converterStatus(config.knowledge),
     async start({ recover: shouldRecover }) {
       if (shouldRecover) await recover();
+      search.started = true;
       await warmSearch();
       // Loads (on the very first start, builds) the embedding model in the background.
       embedder.ready().catch((error: unknown) => {
         log.error({ err: error }, 'the embedding model could not be loaded');
       });
+    },
+    searchReady() {
+      if (!search.loaded && search.started && !search.loading) void warmSearch();
+      return search.loaded;
     },
     close: () => embedder.close(),
   };

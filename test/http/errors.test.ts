@@ -159,6 +159,7 @@ describe('OpenAPI', () => {
     expect(Object.keys(doc.paths).sort()).toEqual(
       [
         '/health',
+        '/health/ready',
         '/auth/token',
         '/auth/api-keys',
         '/auth/api-keys/create',
@@ -174,7 +175,7 @@ describe('OpenAPI', () => {
         '/knowledge/retrieve',
         '/knowledge/status',
       ]
-        .map((p) => (p === '/health' ? p : `${t.prefix}${p}`))
+        .map((p) => (p.startsWith('/health') ? p : `${t.prefix}${p}`))
         .sort(),
     );
     const docs = await t.app.inject({ method: 'GET', url: '/docs/' });

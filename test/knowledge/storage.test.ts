@@ -61,6 +61,7 @@ function postgres(): Driver {
           url: fresh.url,
           poolMax: 10,
           statementTimeoutMs: 30_000,
+          connectTimeoutMs: 5000,
         });
         if (opened.driver !== 'postgres') throw new Error('expected PostgreSQL');
         database = opened;

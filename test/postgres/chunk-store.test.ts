@@ -842,6 +842,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
           url: url.toString(),
           poolMax: 2,
           statementTimeoutMs: 30_000,
+          connectTimeoutMs: 5000,
         });
         try {
           const state = await migrate(limited, MIGRATIONS);

@@ -3,50 +3,15 @@
  * work requested on one instance runs on either, and a job whose instance is killed is finished
  * by the other, with nothing lost or duplicated.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_EMBEDDING_CACHE, tempDir } from '../helpers.js';
+import { startInstance, type Instance } from './instances.js';
 import { freshDatabase, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
 
-const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
 const KEY = `aps_${randomBytes(32).toString('base64url')}`;
-
-interface Instance {
-  name: string;
-  child: ChildProcessWithoutNullStreams;
-  url: string;
-  output: () => string;
-}
-
-async function startInstance(name: string, env: Record<string, string>): Promise<Instance> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { PATH: process.env.PATH, ...env, DATA_DIR: tempDir(), PORT: '0' },
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => {
-      reject(new Error(`${name} did not start: ${out}`));
-    }, 30_000);
-    const check = () => {
-      const m = /listening on (http:\/\/\S+) /.exec(out);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolveUrl(m[1]!);
-      }
-    };
-    child.stdout.on('data', check);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited (${String(code)}): ${out}`));
-    });
-  });
-  return { name, child, url, output: () => out };
-}
 
 // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the caller names the response shape
 async function api<T = unknown>(

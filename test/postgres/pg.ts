@@ -46,7 +46,13 @@ export async function openMigrated(
   url: string,
   statementTimeoutMs = 60_000,
 ): Promise<PostgresDatabase> {
-  const database = await openDatabase({ driver: 'postgres', url, poolMax: 10, statementTimeoutMs });
+  const database = await openDatabase({
+    driver: 'postgres',
+    url,
+    poolMax: 10,
+    statementTimeoutMs,
+    connectTimeoutMs: 5000,
+  });
   if (database.driver !== 'postgres') throw new Error('expected PostgreSQL');
   const state = await migrate(database, MIGRATIONS);
   if (state.status !== 'ok') {

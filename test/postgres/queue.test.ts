@@ -53,6 +53,7 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgresQueue (shared between instances)', 
       url: fresh.url,
       poolMax: 10,
       statementTimeoutMs: 30_000,
+      connectTimeoutMs: 5000,
     });
     if (database.driver !== 'postgres') throw new Error('expected postgres');
     databases.push(database);
@@ -91,6 +92,7 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgresQueue (shared between instances)', 
       url: fresh.url,
       poolMax: 4,
       statementTimeoutMs: 30_000,
+      connectTimeoutMs: 5000,
     });
     if (database.driver !== 'postgres') throw new Error('expected postgres');
     admin = database;
