@@ -15,6 +15,7 @@ import { healthRoutes } from './health/health.routes.js';
 import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
+import { pollingLogLevel } from './logger.js';
 import './http/route-config.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
@@ -67,6 +68,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   await registerOpenApi(app);
 
+  // Load balancers poll health every few seconds: those request lines are debug, not info.
+  app.addHook('onRoute', (route) => {
+    if (/^\/health(\/|$)/.test(route.url)) route.logLevel = pollingLogLevel(app.log.level);
+  });
   await app.register(healthRoutes, { queue: ctx.queue, migration: ctx.migration });
   await app.register(
     async (api) => {
