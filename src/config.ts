@@ -30,8 +30,8 @@ export interface Config {
   jwtTtlSeconds: number;
   apiKeySalt: string | null;
   bootstrapApiKey: string | null;
-  logLevel: Env['LOG_LEVEL'];
-  logFormat: Env['LOG_FORMAT'];
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  logFormat: 'auto' | 'pretty' | 'json';
   corsOrigins: string[];
   queue: {
     agentRunConcurrency: number;
