@@ -44,7 +44,7 @@ program
   .command('serve')
   .description('Run the HTTP server')
   .action(async () => {
-    await session.announceIfNew();
+    await session.announceIfNew(true);
     const server = await startServer(session.config());
     let stopping = false;
     const stop = (signal: string) => {
@@ -84,7 +84,7 @@ program
       printMigrations(state as MigrationState, opts.json === true);
       return;
     }
-    if (action !== 'status') await session.announceIfNew();
+    if (action !== 'status') await session.announceIfNew(false);
     const database = await openDatabase(config.database);
     try {
       const state =
@@ -111,7 +111,7 @@ keys
     return value;
   })
   .action(async (opts: { name: string; level: 'L0' | 'L1' | 'L2' }) => {
-    await session.announceIfNew();
+    await session.announceIfNew(true);
     await session.withContext(async (ctx) => {
       const { record, rawKey } = await ctx.apiKeys.create({
         name: opts.name,

@@ -62,13 +62,15 @@ export class CliSession {
     );
   }
 
-  /** Says so before a command creates a new, empty database (and new secrets). */
-  async announceIfNew(): Promise<void> {
+  /** Says so before a command creates a new, empty database (and, `withSecrets`, new secrets). */
+  async announceIfNew(withSecrets: boolean): Promise<void> {
     if (!(await this.isFresh())) return;
     const config = this.config();
     const secrets = join(config.dataDir, 'secrets.json');
     const newSecrets =
-      (config.jwtSecret === null || config.apiKeySalt === null) && !existsSync(secrets);
+      withSecrets &&
+      (config.jwtSecret === null || config.apiKeySalt === null) &&
+      !existsSync(secrets);
     this.note(
       `No database yet: creating a new, empty ${describeDatabase(config)}` +
         (newSecrets ? ` and new secrets in ${shownPath(secrets)}` : '') +
