@@ -4,7 +4,8 @@
  * the server reads `process.env`.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
@@ -38,7 +39,8 @@ export interface Config {
   jwtTtlSeconds: number;
   apiKeySalt: string | null;
   bootstrapApiKey: string | null;
-  logLevel: Env['LOG_LEVEL'];
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  logFormat: 'auto' | 'pretty' | 'json';
   corsOrigins: string[];
   queue: {
     agentRunConcurrency: number;
@@ -74,6 +76,8 @@ export interface Config {
     allowDownload: boolean;
     /** Absolute path. */
     cacheDir: string;
+    /** Used when `cacheDir` (the per-user default) cannot be written; null when configured. */
+    cacheFallbackDir: string | null;
     timeoutMs: number;
     batchSize: number;
   };
@@ -112,6 +116,22 @@ function describeProblem(name: string, schema: TSchema, value: unknown): string 
   if (typeof s.maxLength === 'number') rules.push(`at most ${s.maxLength} characters`);
   if (typeof s.pattern === 'string') rules.push(`matching ${s.pattern}`);
   return `${name} must be ${rules.join(', ')}${shown}`;
+}
+
+/**
+ * The per-user cache folder shared by every data directory (the XDG base-directory convention,
+ * and the platform's own on macOS and Windows); `otherwise` when no home directory is known.
+ */
+export function userCacheDir(env: Record<string, string | undefined>, otherwise: string): string {
+  const name = 'agent-platform-server';
+  const xdg = env.XDG_CACHE_HOME;
+  if (xdg !== undefined && isAbsolute(xdg)) return join(xdg, name);
+  if (process.platform === 'win32' && env.LOCALAPPDATA !== undefined)
+    return join(env.LOCALAPPDATA, name, 'Cache');
+  const home = env.HOME ?? homedir();
+  if (home === '' || !isAbsolute(home)) return otherwise;
+  if (process.platform === 'darwin') return join(home, 'Library', 'Caches', name);
+  return join(home, '.cache', name);
 }
 
 /** Reads `KEY=value` pairs from `.env` in `cwd`; the real environment wins over the file. */
@@ -200,6 +220,7 @@ export function loadConfig(
     apiKeySalt: e.API_KEY_SALT ?? null,
     bootstrapApiKey: e.BOOTSTRAP_API_KEY ?? null,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     corsOrigins: e.CORS_ORIGINS.split(',')
       .map((o) => o.trim())
       .filter((o) => o !== ''),
@@ -236,7 +257,12 @@ export function loadConfig(
       apiKey: e.EMBEDDING_API_KEY ?? null,
       modelDir: e.EMBEDDING_MODEL_DIR === undefined ? null : resolve(cwd, e.EMBEDDING_MODEL_DIR),
       allowDownload: e.EMBEDDING_ALLOW_DOWNLOAD === 'true',
-      cacheDir: resolve(cwd, e.EMBEDDING_CACHE_DIR ?? join(e.DATA_DIR, 'models')),
+      cacheDir:
+        e.EMBEDDING_CACHE_DIR === undefined
+          ? userCacheDir(merged, join(resolve(cwd, e.DATA_DIR), 'models'))
+          : resolve(cwd, e.EMBEDDING_CACHE_DIR),
+      cacheFallbackDir:
+        e.EMBEDDING_CACHE_DIR === undefined ? resolve(cwd, e.DATA_DIR, 'models') : null,
       timeoutMs: e.EMBEDDING_TIMEOUT_MS,
       batchSize: e.EMBEDDING_BATCH_SIZE,
     },

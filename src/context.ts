@@ -39,6 +39,8 @@ export interface ContextOptions {
   migrations?: readonly Migration[];
   /** Where logs go (tests capture them); default stdout. */
   logStream?: DestinationStream;
+  /** Whether `logStream` is a terminal (LOG_FORMAT=auto then writes readable lines). */
+  logIsTTY?: boolean;
   /** Replaces the configured embedding provider (tests and benchmarks). */
   embedder?: EmbeddingProvider;
 }
@@ -67,7 +69,7 @@ export async function createContext(
   config: Config,
   options: ContextOptions = {},
 ): Promise<AppContext> {
-  const log = createLogger(config, options.logStream);
+  const log = createLogger(config, options.logStream, options.logIsTTY);
   const secrets = resolveSecrets(config);
   const database = await openDatabase(config.database);
   const migration = await migrate(database, options.migrations ?? MIGRATIONS);

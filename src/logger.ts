@@ -1,6 +1,10 @@
-/** The one pino logger: structured JSON, credentials redacted. Fastify uses it for request logs. */
+/**
+ * The one pino logger, credentials redacted: JSON lines for machines, or one readable line per
+ * entry (pino-pretty) on a terminal. Fastify uses it for request logs.
+ */
 import type { FastifyBaseLogger } from 'fastify';
-import { pino, type DestinationStream } from 'pino';
+import { pino, type DestinationStream, type LevelWithSilent } from 'pino';
+import pinoPretty from 'pino-pretty';
 import type { Config } from './config.js';
 
 /** Log paths that may carry secrets. */
@@ -15,13 +19,43 @@ const REDACTED_PATHS = [
   '*.token',
 ];
 
+/** `auto`: readable lines when a person watches the terminal, JSON when a program reads them. */
+export function chooseLogFormat(setting: Config['logFormat'], isTTY: boolean): 'pretty' | 'json' {
+  if (setting !== 'auto') return setting;
+  return isTTY ? 'pretty' : 'json';
+}
+
+/**
+ * `stream`: where lines go (default stdout); `isTTY`: whether that is a terminal (decides `auto`).
+ * Pretty lines are formatted in-process by pino-pretty's `prettyFactory` rather than its transport
+ * (a worker thread): lines stay in order with what the CLI prints itself (the first key, the
+ * progress bar), and none are lost when a command exits. Redaction happens before either format.
+ */
 export function createLogger(
-  config: Pick<Config, 'logLevel'>,
+  config: Pick<Config, 'logLevel' | 'logFormat'>,
   stream?: DestinationStream,
+  isTTY: boolean = stream === undefined && process.stdout.isTTY,
 ): FastifyBaseLogger {
   const options = {
     level: config.logLevel,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
   };
-  return stream === undefined ? pino(options) : pino(options, stream);
+  if (chooseLogFormat(config.logFormat, isTTY) === 'json')
+    return stream === undefined ? pino(options) : pino(options, stream);
+  const prettify = pinoPretty.prettyFactory({
+    colorize: isTTY,
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+  });
+  const out = stream ?? process.stdout;
+  return pino(options, { write: (line: string) => out.write(prettify(line)) });
+}
+
+/**
+ * The level for routes that are polled (health checks): their request lines appear only when
+ * the server logs at `debug` or `trace`, never at `info`; warnings and errors still do.
+ */
+export function pollingLogLevel(level: string): LevelWithSilent {
+  return level === 'info' ? 'warn' : (level as LevelWithSilent);
 }

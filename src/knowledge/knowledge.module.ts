@@ -74,7 +74,7 @@ export async function createKnowledgeModule(
   database: Database,
   queue: JobQueue,
   log: FastifyBaseLogger,
-  embedder: EmbeddingProvider = createEmbeddingProvider(config.embedding),
+  embedder: EmbeddingProvider = createEmbeddingProvider(config.embedding, log),
 ): Promise<KnowledgeModule> {
   const scratchDir = join(config.dataDir, 'tmp');
   const storage = await createStorage(config, database, scratchDir);

@@ -72,7 +72,7 @@ describe('re-embedding', () => {
       cwd: first.dir,
     });
     expect(run.stdout).toContain('re-embedded 1 of 1 stale documents with openai:test-model');
-    expect(run.stderr).toMatch(/\[#+\] 1\/1 done/);
+    expect(run.stderr).toMatch(/^reindexing 1\/1 walrus\.md$/m);
 
     const { t: third } = await knowledgeApp(openai, first.dir);
     const k3 = new KnowledgeClient({ ...third, key: first.key });

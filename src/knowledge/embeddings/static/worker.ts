@@ -3,7 +3,7 @@
  * build (seconds) nor bulk indexing runs on the server's event loop.
  */
 import { parentPort, threadId } from 'node:worker_threads';
-import { openStaticCache, type StaticModel } from './cache.js';
+import { openStaticCacheIn, type StaticModel } from './cache.js';
 import { embedText } from './embed.js';
 import type { FromWorker, ToWorker } from './protocol.js';
 
@@ -19,8 +19,12 @@ const describe = (error: unknown): string =>
 
 async function init(message: Extract<ToWorker, { type: 'init' }>): Promise<void> {
   try {
-    const options = message.vocabSize === undefined ? {} : { vocabSize: message.vocabSize };
-    const opened = await openStaticCache(message.cacheDir, message.sourcePath, options);
+    const onBuild = (cacheFile: string) => {
+      reply({ type: 'building', cacheFile });
+    };
+    const options =
+      message.vocabSize === undefined ? { onBuild } : { onBuild, vocabSize: message.vocabSize };
+    const opened = await openStaticCacheIn(message.cacheDirs, message.sourcePath, options);
     model = opened.model;
     reply({
       type: 'ready',
@@ -30,6 +34,7 @@ async function init(message: Extract<ToWorker, { type: 'init' }>): Promise<void>
         cacheFile: opened.file,
         vocabSize: opened.model.words.length,
         built: opened.built,
+        skippedDirs: opened.skipped,
         buildMs: opened.buildMs,
         loadMs: opened.loadMs,
       },
