@@ -66,7 +66,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body.toString();
     if (text === '') done(null, undefined);
-    else parseJson(request, text, done);
+    else void parseJson(request, text, done);
   });
   if (ctx.config.corsOrigins.length > 0) {
     const any = ctx.config.corsOrigins.includes('*');

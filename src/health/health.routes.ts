@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../context.js';
 import type { MigrationState } from '../db/migrator.js';
-import { errorResponses } from '../http/schemas.js';
+import { described, errorResponses } from '../http/schemas.js';
 import type { JobQueue, LaneCounts } from '../queue/queue.js';
 import { Readiness } from './readiness.js';
 
@@ -124,7 +124,13 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, d
           'For load balancers and orchestrators (liveness is `/health`). 200 when the database answers, the migrations succeeded and the search indexes are loaded; otherwise 503 with the error body: `DATABASE_UNAVAILABLE`, `READ_ONLY_MODE` or `NOT_READY`.',
         tags: ['core'],
         security: [],
-        response: { 200: ReadySchema, ...errorResponses(503) },
+        response: {
+          200: described(
+            'Ready: database reachable, migrations applied, search indexes loaded.',
+            ReadySchema,
+          ),
+          ...errorResponses(503),
+        },
       },
     },
     () => readiness.check(),

@@ -47,7 +47,9 @@ function converse(parts: (string | Buffer | number)[], giveUpMs = 20_000): Promi
     socket.on('close', () => {
       resolve({ response, closedAfterMs: Date.now() - started });
     });
-    setTimeout(() => reject(new Error(`still open after ${giveUpMs} ms`)), giveUpMs).unref();
+    setTimeout(() => {
+      reject(new Error(`still open after ${giveUpMs} ms`));
+    }, giveUpMs).unref();
     void (async () => {
       await new Promise((r) => socket.once('connect', r));
       for (const part of parts) {

@@ -145,7 +145,8 @@ describe('validation messages are plain', () => {
           });
           sent += 1;
           const where = `${method} ${path} ${JSON.stringify(body)}`;
-          expect(res.statusCode, where).toBeLessThan(500);
+          // Readiness answers 503 NOT_READY until the search indexes are loaded (not started here).
+          if (path !== '/health/ready') expect(res.statusCode, where).toBeLessThan(500);
           if (res.statusCode === 400) {
             expect(res.json<{ message: string }>().message, where).not.toMatch(SCHEMA_TALK);
           }
