@@ -14,6 +14,7 @@ import { AppError } from './errors.js';
 import { healthRoutes } from './health/health.routes.js';
 import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
+import { registerLoadShedding } from './http/load-shedding.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import './http/route-config.js';
 
@@ -57,6 +58,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       exposedHeaders: ['x-request-id'],
     });
   }
+  // After CORS, so a browser can read the 503 and its Retry-After.
+  registerLoadShedding(app, {
+    maxInFlight: ctx.config.maxRequestsInFlight,
+    prefix: ctx.config.apiPrefix,
+  });
   await app.register(rateLimit, {
     global: false,
     errorResponseBuilder: (_request, context) =>

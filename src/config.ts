@@ -39,6 +39,8 @@ export interface Config {
   };
   authTokenRateLimitPerMinute: number;
   bodyLimitBytes: number;
+  /** API requests served at once before 503 OVERLOADED; 0: no limit. */
+  maxRequestsInFlight: number;
   knowledge: {
     uploadMaxBytes: number;
     indexConcurrency: number;
@@ -192,6 +194,7 @@ export function loadConfig(
     },
     authTokenRateLimitPerMinute: e.AUTH_TOKEN_RATE_LIMIT,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    maxRequestsInFlight: e.MAX_REQUESTS_IN_FLIGHT,
     knowledge: {
       uploadMaxBytes: e.UPLOAD_MAX_BYTES,
       indexConcurrency: e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY,
