@@ -30,8 +30,14 @@ async function slowRetrieval(body = BODY) {
   const socket: Socket = connect(port, '127.0.0.1');
   await new Promise<void>((ok, fail) => socket.once('connect', ok).once('error', fail));
   let received = '';
-  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-  const answered = new Promise<string>((ok) => socket.once('close', () => ok(received)));
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString('latin1');
+  });
+  const answered = new Promise<string>((ok) => {
+    socket.once('close', () => {
+      ok(received);
+    });
+  });
   socket.on('error', () => undefined);
   socket.write(
     `POST ${t.prefix}/knowledge/retrieve HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${t.key}\r\n` +
