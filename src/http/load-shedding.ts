@@ -10,6 +10,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
+import { fairTurn } from '../turns.js';
 
 export interface LoadSheddingOptions {
   /** Requests served at once; 0 turns shedding off. */
@@ -55,6 +56,8 @@ export function registerLoadShedding(
       released = true;
       inFlight--;
     });
+    // Admitted requests start in arrival order, a few per turn of the event loop.
+    await fairTurn();
   });
   return state;
 }

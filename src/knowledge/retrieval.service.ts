@@ -13,6 +13,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
+import { fairTurn } from '../turns.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import { fuse, keywordScore } from './fusion.js';
 import type { RetrievalHit, RetrieveBody } from './knowledge.schemas.js';
@@ -93,6 +94,8 @@ export class RetrievalService {
     };
     const limit = Math.max(CANDIDATES, body.topK * 4);
     const vector = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
+    // The queries of one embedding batch search in arrival order, a few per event-loop turn.
+    await fairTurn();
     const ranked = await this.store.search(
       {
         text: body.mode === 'semantic' ? null : query,
