@@ -216,9 +216,9 @@ export const ENV_SCHEMA = Type.Object({
   MAX_REQUESTS_IN_FLIGHT: Type.Integer({
     minimum: 0,
     maximum: 100_000,
-    default: 16 * cores,
+    default: 64 * cores,
     description:
-      'API requests served at once; beyond it a request is answered 503 `OVERLOADED` with `Retry-After` (`/health*` and `/docs` are never refused). `0`: no limit. Default 16 × cores.',
+      'API requests served at once; beyond it a request is answered 503 `OVERLOADED` with `Retry-After` (`/health*` and `/docs` are never refused). `0`: no limit. Default 64 × cores.',
   }),
   BODY_LIMIT_BYTES: Type.Integer({
     minimum: 1024,

@@ -6,7 +6,8 @@
  * `/health/ready` and `/docs` always answer.
  *
  * A slot is held from `onRequest` until the response is finished or its connection closes (a
- * client that gives up frees its slot at once, whatever the handler is still doing).
+ * client that gives up frees its slot at once, whatever the handler is still doing). Admitted
+ * requests then start in arrival order through `fairTurn()` (turns.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
