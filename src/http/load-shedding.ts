@@ -27,6 +27,13 @@ export interface LoadSheddingState {
   readonly inFlight: number;
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** API requests being served now (always 0 when shedding is off). */
+    loadShedding: LoadSheddingState;
+  }
+}
+
 export function registerLoadShedding(
   app: FastifyInstance,
   options: LoadSheddingOptions,
@@ -37,6 +44,7 @@ export function registerLoadShedding(
       return inFlight;
     },
   };
+  app.decorate('loadShedding', state);
   if (options.maxInFlight === 0) return state;
   const retryAfter = String(options.retryAfterSeconds ?? 1);
   const counted = (url: string) =>

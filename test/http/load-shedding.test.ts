@@ -19,7 +19,10 @@ beforeEach(async () => {
   port = typeof addr === 'object' && addr !== null ? addr.port : 0;
   base = `http://127.0.0.1:${port}`;
 });
+const sockets = new Set<Socket>();
 afterEach(async () => {
+  for (const socket of sockets) socket.destroy();
+  sockets.clear();
   await t.close();
 });
 
@@ -28,6 +31,7 @@ const BODY = JSON.stringify({ query: 'anything at all', mode: 'keyword' });
 /** A retrieval whose body is sent in part: it stays in flight until `finish` or `abort`. */
 async function slowRetrieval(body = BODY) {
   const socket: Socket = connect(port, '127.0.0.1');
+  sockets.add(socket);
   await new Promise<void>((ok, fail) => socket.once('connect', ok).once('error', fail));
   let received = '';
   socket.on('data', (chunk: Buffer) => {
@@ -62,19 +66,17 @@ const documents = () =>
     headers: { authorization: `Bearer ${t.key}` },
   });
 
-/** Waits until the server refuses a new API request: every slot is taken. */
+/** Waits until the slow requests hold every slot; then a new API request is refused. */
 async function full(): Promise<Response> {
-  let res: Response | undefined;
-  await expect
-    .poll(
-      async () => {
-        res = await documents();
-        return res.status;
-      },
-      { interval: 20, timeout: 5000 },
-    )
-    .toBe(503);
-  return res as Response;
+  await expect.poll(() => t.app.loadShedding.inFlight, { timeout: 5000 }).toBe(LIMIT);
+  const res = await documents();
+  expect(res.status).toBe(503);
+  return res;
+}
+
+/** The server sees a finished response's close, or a hang-up, a moment after the client. */
+async function drained(): Promise<void> {
+  await expect.poll(() => t.app.loadShedding.inFlight, { timeout: 5000 }).toBe(0);
 }
 
 describe('MAX_REQUESTS_IN_FLIGHT', () => {
@@ -100,6 +102,7 @@ describe('MAX_REQUESTS_IN_FLIGHT', () => {
     expect((await fetch(`${base}/health/ready`)).status).not.toBe(503);
     expect((await fetch(`${base}/docs/json`)).status).toBe(200);
     expect(await Promise.all(slow.map((s) => s.finish()))).toEqual([200, 200, 200]);
+    await drained();
     expect((await documents()).status).toBe(200);
   });
 
@@ -112,12 +115,14 @@ describe('MAX_REQUESTS_IN_FLIGHT', () => {
       gone.abort();
       expect(await bad.finish()).toBe(400);
       expect(await ok.finish()).toBe(200);
+      await drained();
       // All three slots are free again: LIMIT new slow requests are admitted, one more is not.
       const again = await Promise.all(Array.from({ length: LIMIT }, () => slowRetrieval()));
       await full();
       // A leaked slot would have refused one of them (503).
       expect(await Promise.all(again.map((s) => s.finish()))).toEqual([200, 200, 200]);
+      await drained();
     }
-    await expect.poll(async () => (await documents()).status, { timeout: 5000 }).toBe(200);
+    expect((await documents()).status).toBe(200);
   });
 });
