@@ -1,5 +1,5 @@
 /**
- * `npm run bench:overload [-- --concurrency 500 --rounds 3 --docs 3000]`: fair service under
+ * `npm run bench:overload [-- --concurrency 500 --seconds 20 --docs 3000]`: fair service under
  * overload (issue 11). A real server process (`dist/cli.js serve`, SQLite) over a SciFact corpus
  * (the first `--docs` abstracts, uploaded and indexed over HTTP, ~1,000-character chunks; synthetic
  * text when the dataset is absent) is driven for `--seconds` by `--concurrency` clients, each
@@ -15,7 +15,8 @@
  *
  * Reported per server: p50/p95/p99/max of the served retrievals (client-side round trip), the
  * number of 503 `OVERLOADED` answers and of other failures, /health p50/p99/max, and after/before
- * ratios. Progress goes to stderr, the table to stdout.
+ * ratios. Progress goes to stderr, the table to stdout. `--keep-data DIR` indexes into DIR once
+ * and reuses it on later runs; `BENCH_SERVER_LOGS=1` shows the servers' logs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
