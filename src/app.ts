@@ -16,6 +16,7 @@ import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
 import { handleClientError, handleFrameworkError } from './http/client-errors.js';
 import { guardConnections, serverOptions } from './http/connections.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
+import { registerLoadShedding } from './http/load-shedding.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { validationOptions } from './http/validation.js';
 import { pollingLogLevel } from './logger.js';
@@ -80,6 +81,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       maxAge: 600,
     });
   }
+  // After CORS, so a browser can read the 503 and its Retry-After.
+  registerLoadShedding(app, {
+    maxInFlight: ctx.config.maxRequestsInFlight,
+    prefix: ctx.config.apiPrefix,
+  });
   await app.register(rateLimit, {
     global: false,
     errorResponseBuilder: (_request, context) =>

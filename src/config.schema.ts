@@ -268,6 +268,13 @@ export const ENV_SCHEMA = Type.Object({
     description:
       'Open connections one client address may hold; more are answered 429 and closed. `0`: no cap (e.g. behind a reverse proxy that caps clients itself, where every client shares its address).',
   }),
+  MAX_REQUESTS_IN_FLIGHT: Type.Integer({
+    minimum: 0,
+    maximum: 100_000,
+    default: 64 * cores,
+    description:
+      'API requests served at once; beyond it a request is answered 503 `OVERLOADED` with `Retry-After` (`/health*` and `/docs` are never refused). `0`: no limit. Default 64 × cores.',
+  }),
   BODY_LIMIT_BYTES: Type.Integer({
     minimum: 1024,
     maximum: 100 * 1024 * 1024,

@@ -58,6 +58,8 @@ export interface Config {
     /** 0: no cap. */
     maxConnectionsPerClient: number;
   };
+  /** API requests served at once before 503 OVERLOADED; 0: no limit. */
+  maxRequestsInFlight: number;
   knowledge: {
     uploadMaxBytes: number;
     indexConcurrency: number;
@@ -238,6 +240,7 @@ export function loadConfig(
       keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       maxConnectionsPerClient: e.MAX_CONNECTIONS_PER_CLIENT,
     },
+    maxRequestsInFlight: e.MAX_REQUESTS_IN_FLIGHT,
     knowledge: {
       uploadMaxBytes: e.UPLOAD_MAX_BYTES,
       indexConcurrency: e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY,

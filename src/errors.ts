@@ -31,6 +31,10 @@ export const ERROR_CATALOGUE = {
     message: 'Application is in read-only mode because database migration failed',
   },
   SERVICE_UNAVAILABLE: { status: 503, message: 'The service is shutting down; retry shortly.' },
+  OVERLOADED: {
+    status: 503,
+    message: 'The server is serving as many requests as it can; retry after the Retry-After delay.',
+  },
   DATABASE_UNAVAILABLE: {
     status: 503,
     message: 'The database is unreachable, busy or did not answer in time; retry shortly.',

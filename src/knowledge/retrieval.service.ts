@@ -13,6 +13,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
+import { fairTurn } from '../turns.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import { fuse, keywordScore } from './fusion.js';
 import type { RetrievalHit, RetrieveBody } from './knowledge.schemas.js';
@@ -34,14 +35,21 @@ const HYBRID_EMBED_WAIT_MS = 3000;
 /** After a failure, hybrid retrieval skips the embedder this long. */
 const EMBED_COOL_DOWN_MS = 30_000;
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+/**
+ * `work(signal)`, or an error after `ms`. The signal then aborts, so a query given up on leaves
+ * the provider's line instead of being embedded for nobody, ahead of queries still waiting.
+ */
+function withTimeout<T>(work: (signal: AbortSignal) => Promise<T>, ms: number): Promise<T> {
+  const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      reject(new Error(`the embedding provider did not answer within ${ms} ms`));
+      const error = new Error(`the embedding provider did not answer within ${ms} ms`);
+      reject(error);
+      controller.abort(error);
     }, ms);
   });
-  return Promise.race([promise, timeout]).finally(() => {
+  return Promise.race([work(controller.signal), timeout]).finally(() => {
     clearTimeout(timer);
   });
 }
@@ -86,6 +94,8 @@ export class RetrievalService {
     };
     const limit = Math.max(CANDIDATES, body.topK * 4);
     const vector = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
+    // The queries of one embedding batch search in arrival order, a few per event-loop turn.
+    await fairTurn();
     const ranked = await this.store.search(
       {
         text: body.mode === 'semantic' ? null : query,
@@ -117,8 +127,9 @@ export class RetrievalService {
     // at most HYBRID_EMBED_WAIT_MS for it otherwise (a cold model or a dead endpoint).
     if (mode === 'hybrid' && Date.now() - this.embedFailedAt < EMBED_COOL_DOWN_MS) return null;
     try {
-      const work = this.embedder.ready().then(() => this.embedder.embedQuery(query));
-      if (mode === 'semantic') return await work;
+      const work = (signal?: AbortSignal) =>
+        this.embedder.ready().then(() => this.embedder.embedQuery(query, signal));
+      if (mode === 'semantic') return await work();
       return await withTimeout(work, HYBRID_EMBED_WAIT_MS);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

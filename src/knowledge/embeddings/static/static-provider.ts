@@ -8,6 +8,7 @@ import type { Worker } from 'node:worker_threads';
 import { EmbeddingError, type EmbeddingProvider } from '../provider.js';
 import { MODEL_NAME } from './cache.js';
 import type { FromWorker, ToWorker, WorkerInfo } from './protocol.js';
+import { SliceQueue, type Slice } from './slice-queue.js';
 import { spawnEmbeddingWorker } from './spawn.js';
 
 /** What the provider says about the cache (a pino logger fits). */
@@ -32,6 +33,7 @@ interface StaticProviderOptions {
 /**
  * Texts per worker message. Small enough that a query queued behind a bulk indexing run waits
  * for at most one slice (tens of milliseconds), large enough to amortise the message round trip.
+ * Waiting queries share one message up to the same bounds (slice-queue.ts).
  */
 const SLICE_TEXTS = 128;
 const SLICE_CHARS = 256 * 1024;
@@ -44,12 +46,10 @@ interface Job {
   reject: (error: unknown) => void;
   detach: () => void;
 }
-interface Slice {
-  job: Job;
-  offset: number;
-  texts: string[];
-  query: boolean;
+/** The message the worker is working on: its id and the slices whose texts it carries. */
+interface InFlight {
   id: number;
+  slices: Slice<Job>[];
 }
 interface Session {
   worker: Worker;
@@ -68,8 +68,8 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
   readonly dimensions = 100;
   private readonly options: StaticProviderOptions;
   private session: Session | null = null;
-  private readonly queue: Slice[] = [];
-  private inFlight: Slice | null = null;
+  private readonly queue = new SliceQueue<Job>();
+  private inFlight: InFlight | null = null;
   private nextId = 1;
   private closed = false;
 
@@ -183,10 +183,8 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
           signal.removeEventListener('abort', onAbort);
         };
       }
-      const slices = this.slice(job, texts, query);
       // Queries overtake queued indexing slices (behind earlier queries), keeping search fast.
-      const at = query ? this.queue.findIndex((s) => !s.query) : -1;
-      this.queue.splice(at === -1 ? this.queue.length : at, 0, ...slices);
+      this.queue.push(this.slice(job, texts, query));
       this.start().then(
         () => {
           this.pump();
@@ -198,8 +196,8 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
     });
   }
 
-  private slice(job: Job, texts: readonly string[], query: boolean): Slice[] {
-    const slices: Slice[] = [];
+  private slice(job: Job, texts: readonly string[], query: boolean): Slice<Job>[] {
+    const slices: Slice<Job>[] = [];
     let current: string[] = [];
     let chars = 0;
     let offset = 0;
@@ -208,7 +206,7 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
         current.length === SLICE_TEXTS ||
         (current.length > 0 && chars + text.length > SLICE_CHARS)
       ) {
-        slices.push({ job, offset, texts: current, query, id: 0 });
+        slices.push({ job, offset, texts: current, query });
         current = [];
         chars = 0;
         offset = i;
@@ -216,26 +214,29 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
       current.push(text);
       chars += text.length;
     });
-    slices.push({ job, offset, texts: current, query, id: 0 });
+    slices.push({ job, offset, texts: current, query });
     return slices;
   }
 
-  /** Sends the next slice; one at a time, so aborted or overtaken work never reaches the worker. */
+  /**
+   * Sends the next message (every waiting query, or one indexing slice); one at a time, so
+   * aborted or overtaken work never reaches the worker.
+   */
   private pump(): void {
     const session = this.session;
     if (session === null || session.info === null || this.inFlight !== null) return;
-    const slice = this.queue.shift();
-    if (slice === undefined) {
+    const slices = this.queue.take(SLICE_TEXTS, SLICE_CHARS);
+    if (slices.length === 0) {
       session.worker.unref(); // an idle worker must not keep the process alive
       return;
     }
     session.worker.ref();
-    slice.id = this.nextId++;
-    this.inFlight = slice;
+    const id = this.nextId++;
+    this.inFlight = { id, slices };
     session.worker.postMessage({
       type: 'embed',
-      id: slice.id,
-      texts: slice.texts,
+      id,
+      texts: slices.length === 1 ? (slices[0]?.texts ?? []) : slices.flatMap((s) => s.texts),
     } satisfies ToWorker);
   }
 
@@ -263,17 +264,25 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
         return;
       case 'result':
       case 'failed': {
-        const slice = this.inFlight;
-        if (slice?.id !== message.id) return;
+        const batch = this.inFlight;
+        if (batch?.id !== message.id) return;
         this.inFlight = null;
-        if (message.type === 'failed') this.settle(slice.job, new EmbeddingError(message.message));
-        else if (!slice.job.settled) {
-          message.vectors.forEach((buffer, k) => {
-            slice.job.results[slice.offset + k] = new Float32Array(buffer);
-          });
-          slice.job.remaining -= message.vectors.length;
-          if (slice.job.remaining === 0) this.settle(slice.job, null);
+        let k = 0;
+        for (const slice of batch.slices) {
+          const job = slice.job;
+          if (message.type === 'failed') this.settle(job, new EmbeddingError(message.message));
+          else if (!job.settled) {
+            slice.texts.forEach((_, i) => {
+              const buffer = message.vectors[k + i];
+              if (buffer !== undefined) job.results[slice.offset + i] = new Float32Array(buffer);
+            });
+            job.remaining -= slice.texts.length;
+            if (job.remaining === 0) this.settle(job, null);
+          }
+          k += slice.texts.length;
         }
+        // Sent before the answered requests' continuations run: the worker embeds the next
+        // batch while the main thread searches.
         this.pump();
         return;
       }
@@ -304,8 +313,8 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
   }
 
   private failAll(error: Error): void {
-    const jobs = new Set(this.queue.map((s) => s.job));
-    if (this.inFlight !== null) jobs.add(this.inFlight.job);
+    const jobs = this.queue.jobs();
+    for (const slice of this.inFlight?.slices ?? []) jobs.add(slice.job);
     this.inFlight = null;
     for (const job of jobs) this.settle(job, error);
   }
@@ -315,9 +324,8 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
     if (job.settled) return;
     job.settled = true;
     job.detach();
-    for (let i = this.queue.length - 1; i >= 0; i--) {
-      if (this.queue[i]?.job === job) this.queue.splice(i, 1);
-    }
+    // An answered job has nothing left in line; a failed or aborted one may.
+    if (error !== null) this.queue.drop(job);
     if (error === null) job.resolve(job.results);
     else job.reject(error);
   }

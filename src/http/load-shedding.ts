@@ -1,0 +1,72 @@
+/**
+ * Load shedding: beyond `maxInFlight` API requests being served at once, a new one is answered
+ * 503 `OVERLOADED` with `Retry-After` at once, before its body is read or its credentials are
+ * checked, instead of joining an unbounded line where every request gets slower (and requests on
+ * new connections starve). Only requests under the API prefix count and are shed: `/health`,
+ * `/health/ready` and `/docs` always answer.
+ *
+ * A slot is held from `onRequest` until the response is finished or its connection closes (a
+ * client that gives up frees its slot at once, whatever the handler is still doing). Admitted
+ * requests then start in arrival order through `fairTurn()` (turns.ts).
+ */
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '../errors.js';
+import { fairTurn } from '../turns.js';
+
+export interface LoadSheddingOptions {
+  /** Requests served at once; 0 turns shedding off. */
+  maxInFlight: number;
+  /** Only paths under this prefix count (the API's). */
+  prefix: string;
+  /** Seconds sent in `Retry-After`. */
+  retryAfterSeconds?: number;
+}
+
+/** The live count, for tests and diagnostics. */
+export interface LoadSheddingState {
+  readonly inFlight: number;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** API requests being served now (always 0 when shedding is off). */
+    loadShedding: LoadSheddingState;
+  }
+}
+
+export function registerLoadShedding(
+  app: FastifyInstance,
+  options: LoadSheddingOptions,
+): LoadSheddingState {
+  let inFlight = 0;
+  const state = {
+    get inFlight() {
+      return inFlight;
+    },
+  };
+  app.decorate('loadShedding', state);
+  if (options.maxInFlight === 0) return state;
+  const retryAfter = String(options.retryAfterSeconds ?? 1);
+  const counted = (url: string) =>
+    url.startsWith(options.prefix) &&
+    (url.length === options.prefix.length || '/?#'.includes(url.charAt(options.prefix.length)));
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (!counted(request.url)) return;
+    if (inFlight >= options.maxInFlight) {
+      void reply.header('retry-after', retryAfter);
+      throw new AppError('OVERLOADED');
+    }
+    inFlight++;
+    let released = false;
+    // 'close' follows the end of every response and a client's disconnect alike: exactly once.
+    reply.raw.once('close', () => {
+      if (released) return;
+      released = true;
+      inFlight--;
+    });
+    // Admitted requests start in arrival order, a few per turn of the event loop.
+    await fairTurn();
+  });
+  return state;
+}
