@@ -101,7 +101,9 @@ describe('MAX_REQUESTS_IN_FLIGHT', () => {
     // Every unprefixed /health* path is exempt (e.g. /health/ready of the readiness probe).
     // (Not started here, readiness itself answers 503 NOT_READY: what matters is it was not shed.)
     const ready = await fetch(`${base}/health/ready`);
-    expect(ready.status === 200 || (await ready.json()).code !== 'OVERLOADED').toBe(true);
+    expect(
+      ready.status === 200 || ((await ready.json()) as { code?: string }).code !== 'OVERLOADED',
+    ).toBe(true);
     expect((await fetch(`${base}/docs/json`)).status).toBe(200);
     expect(await Promise.all(slow.map((s) => s.finish()))).toEqual([200, 200, 200]);
     await drained();
