@@ -18,16 +18,16 @@
  * ratios. Progress goes to stderr, the table to stdout. `--keep-data DIR` indexes into DIR once
  * and reuses it on later runs; `BENCH_SERVER_LOGS=1` shows the servers' logs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
+import { seededRandom } from '../src/knowledge/embeddings/static/sif.js';
 import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
 import { SCIFACT_DIR } from './retrieval/sets.js';
+import { startServerProcess, stopServerProcess } from './server-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -73,8 +73,7 @@ function corpus(): { markdown: string; queries: string[] } {
   const words = 'cell protein gene tumour immune signal dose trial risk brain blood virus'.split(
     ' ',
   );
-  let seed = 11;
-  const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const rand = seededRandom(11);
   const sentence = (k: number) =>
     Array.from({ length: k }, () => words[Math.floor(rand() * words.length)]).join(' ');
   return {
@@ -83,32 +82,12 @@ function corpus(): { markdown: string; queries: string[] } {
   };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      s.close(() => {
-        ok(typeof addr === 'object' && addr !== null ? addr.port : 0);
-      });
-    });
-  });
-}
-
-interface Server {
-  base: string;
-  child: ChildProcess;
-}
-
-async function startServer(cli: string, dataDir: string, env: Record<string, string>) {
-  const port = await freePort();
-  const child = spawn(process.execPath, [cli, 'serve'], {
-    env: {
-      PATH: process.env.PATH,
+/** A server on `dataDir`, with the benchmark's key and the static model's shared cache. */
+function startServer(cli: string, dataDir: string, env: Record<string, string>) {
+  return startServerProcess(
+    cli,
+    {
       DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
       LOG_LEVEL: 'error',
       NODE_ENV: 'test',
       BOOTSTRAP_API_KEY: KEY,
@@ -118,26 +97,8 @@ async function startServer(cli: string, dataDir: string, env: Record<string, str
       MAX_CONNECTIONS_PER_CLIENT: '0',
       ...env,
     },
-    stdio: ['ignore', process.env.BENCH_SERVER_LOGS === '1' ? 'inherit' : 'ignore', 'inherit'],
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${base}/health`)).ok) return { base, child } satisfies Server;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error('server did not start within 60 s');
-}
-
-async function stopServer(server: Server): Promise<void> {
-  const exited = new Promise((r) => server.child.once('exit', r));
-  server.child.kill('SIGTERM');
-  await exited;
+    ['ignore', process.env.BENCH_SERVER_LOGS === '1' ? 'inherit' : 'ignore', 'inherit'],
+  );
 }
 
 const auth = { authorization: `Bearer ${KEY}` };
@@ -290,7 +251,7 @@ async function measure(
     log(`${label}: ${out.served.length} served, ${out.overloaded} refused`);
     return out;
   } finally {
-    await stopServer(server);
+    await stopServerProcess(server);
   }
 }
 
@@ -322,7 +283,7 @@ try {
         `indexed ${indexed.chunkCount} chunks in ${((performance.now() - t) / 1000).toFixed(1)} s`,
       );
     } finally {
-      await stopServer(server);
+      await stopServerProcess(server);
     }
   }
   const before = await measure(

@@ -6,14 +6,14 @@
  *
  *   npm run bench:slow-clients -- [--before-cli /path/to/old/dist/cli.js] [--clients 200]
  */
-import { spawn } from 'node:child_process';
 import { get } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
+import { startServerProcess, stopServerProcess } from './server-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -24,17 +24,6 @@ const { values } = parseArgs({
 const clients = Number(values.clients);
 const afterCli = resolve(import.meta.dirname, '../dist/cli.js');
 const CHECKPOINTS_S = [5, 35, 65];
-
-function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => {
-        done(typeof address === 'object' && address !== null ? address.port : 0);
-      });
-    });
-  });
-}
 
 /** `/health` from another loopback address: the stalled clients' cap is per address. */
 function probe(port: number): Promise<void> {
@@ -55,28 +44,12 @@ function probe(port: number): Promise<void> {
 
 async function run(cli: string) {
   const dataDir = mkdtempSync(join(tmpdir(), 'aps-bench-slow-'));
-  const port = await freePort();
-  const server = spawn(process.execPath, [cli, 'serve'], {
-    env: {
-      PATH: process.env.PATH,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      LOG_LEVEL: 'error',
-      EMBEDDING_CACHE_DIR: DEFAULT_EMBEDDING_CACHE,
-    },
-    stdio: 'ignore',
+  const server = await startServerProcess(cli, {
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'error',
+    EMBEDDING_CACHE_DIR: DEFAULT_EMBEDDING_CACHE,
   });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (
-      await fetch(`${base}/health`)
-        .then((r) => r.ok)
-        .catch(() => false)
-    )
-      break;
-    if (i > 600) throw new Error('server did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const port = server.port;
   const sockets: Socket[] = [];
   let refused = 0;
   let open = 0;
@@ -117,8 +90,7 @@ async function run(cli: string) {
     stillOpen.push(open);
   }
   for (const s of sockets) s.destroy();
-  server.kill('SIGTERM');
-  await new Promise((r) => server.once('exit', r));
+  await stopServerProcess(server);
   rmSync(dataDir, { recursive: true, force: true });
   healthMs.sort((a, b) => a - b);
   return { refused, stillOpen, healthMaxMs: healthMs.at(-1) ?? 0 };

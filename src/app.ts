@@ -19,7 +19,6 @@ import { formatValidationErrors, registerErrorHandling } from './http/errors.js'
 import { registerLoadShedding } from './http/load-shedding.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { validationOptions } from './http/validation.js';
-import { pollingLogLevel } from './logger.js';
 import './http/route-config.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
@@ -96,10 +95,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   await registerOpenApi(app);
 
-  // Load balancers poll health every few seconds: those request lines are debug, not info.
-  app.addHook('onRoute', (route) => {
-    if (/^\/health(\/|$)/.test(route.url)) route.logLevel = pollingLogLevel(app.log.level);
-  });
   await app.register(healthRoutes, ctx);
   await app.register(
     async (api) => {

@@ -7,6 +7,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../context.js';
 import type { MigrationState } from '../db/migrator.js';
 import { described, errorResponses } from '../http/schemas.js';
+import { pollingLogLevel } from '../logger.js';
 import type { JobQueue, LaneCounts } from '../queue/queue.js';
 import { Readiness } from './readiness.js';
 
@@ -91,16 +92,19 @@ function healthReport({ queue, migration }: { queue: JobQueue; migration: Migrat
 }
 
 export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, deps) => {
+  // Load balancers poll these every few seconds: their request lines are debug, not info.
+  const logLevel = pollingLogLevel(app.log.level);
   app.get(
     '/health',
     {
+      logLevel,
       config: { access: 'public', mutates: false },
       schema: {
         summary: 'Runtime mode, job-queue statistics and migration status',
         tags: ['core'],
         security: [],
         response: {
-          200: { ...HealthSchema, description: 'Always 200: mode, queue and migration state.' },
+          200: described('Always 200: mode, queue and migration state.', HealthSchema),
         },
       },
     },
@@ -117,6 +121,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthDeps> = async (app, d
   app.get(
     '/health/ready',
     {
+      logLevel,
       config: { access: 'public', mutates: false },
       schema: {
         summary: 'Readiness: whether this instance can serve requests now',

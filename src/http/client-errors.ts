@@ -11,8 +11,8 @@ import { AppError, type ErrorCode } from '../errors.js';
 
 /** A complete HTTP/1.1 error response, for a socket no response object owns; closes the connection. */
 export function rawErrorResponse(code: ErrorCode, message?: string): string {
-  const body = JSON.stringify(new AppError(code, message).toBody());
-  const error = new AppError(code);
+  const error = new AppError(code, message);
+  const body = JSON.stringify(error.toBody());
   return (
     `HTTP/1.1 ${error.statusCode} ${STATUS_CODES[error.statusCode] ?? 'Error'}\r\n` +
     'content-type: application/json; charset=utf-8\r\n' +

@@ -1,0 +1,55 @@
+/** A real `aps serve` process for the HTTP benchmarks: started on a free port, stopped with SIGTERM. */
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export interface ServerProcess {
+  /** e.g. `http://127.0.0.1:40123` */
+  base: string;
+  port: number;
+  child: ChildProcess;
+}
+
+/** A TCP port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const probe = createServer();
+    probe.once('error', fail);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => {
+        ok(typeof address === 'object' && address !== null ? address.port : 0);
+      });
+    });
+  });
+}
+
+/** Starts `cli serve` with `env` on 127.0.0.1 and resolves once `/health` answers (60 s at most). */
+export async function startServerProcess(
+  cli: string,
+  env: Record<string, string>,
+  stdio: StdioOptions = 'ignore',
+): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [cli, 'serve'], {
+    env: { PATH: process.env.PATH, ...env, HOST: '127.0.0.1', PORT: String(port) },
+    stdio,
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${base}/health`)).ok) return { base, port, child };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error('server did not start within 60 s');
+}
+
+export async function stopServerProcess(server: ServerProcess): Promise<void> {
+  const exited = new Promise((r) => server.child.once('exit', r));
+  server.child.kill('SIGTERM');
+  await exited;
+}
