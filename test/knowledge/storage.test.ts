@@ -155,6 +155,25 @@ describe.each(drivers)('FileStorage ($name)', (driver) => {
     await exact.discard();
   });
 
+  it('leaves nothing behind when the input has failed before receiving starts', async () => {
+    // A multipart part whose request broke off arrives destroyed: pipeline() then rejects
+    // before the scratch file is open, and a cleanup that does not wait for the open to finish
+    // leaves an orphan (seen as a flaky upload test under CI load).
+    // Many at once, so that opens and removals run side by side on libuv's thread pool.
+    const attempts = Array.from({ length: 200 }, () => {
+      const failed = new Readable({ read() {} });
+      failed.on('error', () => undefined);
+      failed.destroy(new Error('client went away'));
+      return storage.receive(failed, 1e6, tooLarge).then(
+        () => 'received',
+        () => 'failed',
+      );
+    });
+    expect(new Set(await Promise.all(attempts))).toEqual(new Set(['failed']));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(scratchEntries(scratchDir)).toEqual([]);
+  });
+
   it('discard removes the received file, stores nothing, and is idempotent', async () => {
     const pending = await storage.receive(upload(randomBytes(50_000)), 1e6, tooLarge);
     expect(scratchEntries(scratchDir)).toHaveLength(1);

@@ -29,6 +29,8 @@ async function receiveToScratch(
   maxBytes: number,
   tooLarge: () => Error,
 ): Promise<Received> {
+  // A multipart part whose request broke off arrives destroyed: there is nothing to receive.
+  if (input.destroyed) throw input.errored ?? new Error('The upload ended before its file arrived');
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const tempPath = join(dir, scratchName('upload'));
   const hash = createHash('sha256');
@@ -50,9 +52,18 @@ async function receiveToScratch(
       done(null, chunk);
     },
   });
+  const output = createWriteStream(tempPath, { mode: 0o600 });
   try {
-    await pipeline(input, meter, createWriteStream(tempPath, { mode: 0o600 }));
+    await pipeline(input, meter, output);
   } catch (error) {
+    // pipeline() can reject before the file is even open (the input failed meanwhile): wait
+    // for the open and the close, or the removal races the open and leaves an orphan.
+    if (!output.closed)
+      await new Promise<void>((resolve) =>
+        output.once('close', () => {
+          resolve();
+        }),
+      );
     await rm(tempPath, { force: true });
     throw error;
   }
