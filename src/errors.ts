@@ -53,6 +53,10 @@ export const ERROR_CATALOGUE = {
     status: 409,
     message: 'The document was deleted while it was being indexed.',
   },
+  KNOWLEDGE_INDEX_SUPERSEDED: {
+    status: 409,
+    message: 'A newer indexing run of the document took over; this run wrote nothing.',
+  },
   KNOWLEDGE_UNSUPPORTED_FORMAT: {
     status: 422,
     message: 'The converter does not support this file format.',

@@ -75,6 +75,8 @@ export interface KnowledgeDocumentsTable {
   index_token: string | null;
   /** JSON text: the parameters of the last index request (re-queued after a restart). */
   index_params: string | null;
+  /** SQLite (migration 0011): the run whose chunks are current (null: chunks of no run). */
+  chunk_token?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -96,6 +98,8 @@ export interface KnowledgeChunksTable {
   created_at: string;
   /** SQLite only (migration 0007): the chunk's row in knowledge_chunks_fts. */
   fts_rowid?: number | null;
+  /** SQLite (migration 0011): the run that wrote the chunk; current while its document's `chunk_token`. */
+  run_token?: string | null;
 }
 
 /** The vector table of each (model, dimensions) in use (tables are made on first use). */

@@ -14,11 +14,18 @@
  *                                column list: indexedDocument in search/chunk-store.ts)
  *   indexing → failed            IndexingService (the run failed, or its job was abandoned) →
  *                                failIndex, only while the run's token is still there
- *   any → (deleted)              DocumentsService.delete → ChunkStore.deleteDocument; the run
- *                                then finds its token gone and writes nothing
+ *   any → (deleted)              DocumentsService.delete → ChunkStore.hideDocument (the row
+ *                                becomes `deleting`: no query here returns it, the run finds
+ *                                its token gone and writes nothing), then purgeDocument in slices
  */
 import type { Insertable } from 'kysely';
 import type { Db, DocumentRow, DocumentStatus, KnowledgeDocumentsTable } from '../db/schema.js';
+
+/**
+ * The row state of a document being deleted (migration 0011, ChunkStore.hideDocument): not a
+ * status of the API; every query here leaves such rows out.
+ */
+export const HIDDEN = 'deleting' as string as DocumentStatus;
 
 export interface DocumentQuery {
   projectId?: string;
@@ -40,6 +47,7 @@ export class DocumentsRepository {
       .selectFrom('knowledge_documents')
       .selectAll()
       .where('id', '=', id)
+      .where('status', '!=', HIDDEN)
       .executeTakeFirst();
   }
 
@@ -67,7 +75,7 @@ export class DocumentsRepository {
   }
 
   list(query: DocumentQuery): Promise<DocumentRow[]> {
-    let q = this.db.selectFrom('knowledge_documents').selectAll();
+    let q = this.db.selectFrom('knowledge_documents').selectAll().where('status', '!=', HIDDEN);
     if (query.projectId !== undefined) q = q.where('project_id', '=', query.projectId);
     if (query.status !== undefined) q = q.where('status', '=', query.status);
     if (query.staleFor !== undefined) {
@@ -91,6 +99,7 @@ export class DocumentsRepository {
       })
       .where('id', '=', id)
       .where('status', '!=', 'indexing')
+      .where('status', '!=', HIDDEN)
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }
@@ -125,6 +134,7 @@ export class DocumentsRepository {
           )
           .as('stale'),
       ])
+      .where('status', '!=', HIDDEN)
       .groupBy('status')
       .execute();
     const byStatus: Record<DocumentStatus, number> = {
@@ -152,6 +162,24 @@ export class DocumentsRepository {
       .where('id', '=', id)
       .where('status', '=', 'indexing')
       .where('index_token', oldToken === null ? 'is' : '=', oldToken)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /**
+   * A later attempt of the job `jobToken` takes its document over under `token` (from the
+   * job's own token or an earlier attempt's, `<jobToken>#<attempt>`); false when the document is
+   * no longer indexed by this job (committed, failed, deleted or re-requested meanwhile).
+   */
+  async takeOverIndex(id: string, jobToken: string, token: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('knowledge_documents')
+      .set({ index_token: token, updated_at: new Date().toISOString() })
+      .where('id', '=', id)
+      .where('status', '=', 'indexing')
+      .where((eb) =>
+        eb.or([eb('index_token', '=', jobToken), eb('index_token', 'like', `${jobToken}#%`)]),
+      )
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }

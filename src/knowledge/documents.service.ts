@@ -109,14 +109,39 @@ export class DocumentsService {
   }
 
   /**
-   * Deletes the record with its chunks and index rows (one transaction), cancels a running index,
-   * then removes the files. A file that cannot be removed is logged and swept at the next start.
+   * Hides the document (one short statement: it is gone from every read at once), cancels a
+   * running index, then purges its rows and files in the background, in slices. A purge cut short
+   * (shutdown, crash) is finished at the next start (resumePurges).
    */
   async delete(id: string): Promise<void> {
-    if (!(await this.store.deleteDocument(id))) {
+    if (!(await this.store.hideDocument(id))) {
       throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
     }
     this.cancelIndexing(id);
+    this.purgeInBackground(id);
+  }
+
+  /** Purges running in the background, by document id. */
+  private readonly purges = new Map<string, Promise<void>>();
+  private closing = false;
+
+  private purgeInBackground(id: string): void {
+    if (this.purges.has(id)) return;
+    const done = this.purge(id).finally(() => this.purges.delete(id));
+    this.purges.set(id, done);
+  }
+
+  /** A hidden document's rows, then its files; failures are logged and retried at the next start. */
+  private async purge(id: string): Promise<void> {
+    try {
+      await this.store.purgeDocument(id, () => this.closing);
+      if (this.closing) return;
+    } catch (error) {
+      if (!this.closing) {
+        this.log.error({ err: error, documentId: id }, 'purging a deleted document failed');
+      }
+      return;
+    }
     try {
       await this.storage.removePrefix(documentKeys.prefix(id));
     } catch (error) {
@@ -125,6 +150,27 @@ export class DocumentsService {
         'could not remove the files of a deleted document; they are swept at the next start',
       );
     }
+  }
+
+  /**
+   * At start: purges what a crash left (a run's staged rows, a replaced version's) and resumes
+   * the purges of documents deleted before the stop, in the background.
+   */
+  async resumePurges(): Promise<number> {
+    const hidden = await this.store.purgeLeftovers(() => this.closing);
+    for (const id of hidden) this.purgeInBackground(id);
+    return hidden.length;
+  }
+
+  /** The purges in progress, finished (for tests and benchmarks). */
+  async settled(): Promise<void> {
+    while (this.purges.size > 0) await Promise.all(this.purges.values());
+  }
+
+  /** Stops the background purges between two slices (the next start resumes them). */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.purges.values());
   }
 
   /**

@@ -11,6 +11,7 @@ import { AppError } from '../errors.js';
 import type { JobContext, JobQueue } from '../queue/queue.js';
 import type { DocumentsRepository } from './documents.repository.js';
 import type { IndexParams, IndexPipeline, IndexResult } from './index-pipeline.js';
+import { toDocument } from './mappers.js';
 
 /** The job type, also the queue lane of indexing runs. */
 export const INDEX_JOB = 'knowledgeIndex';
@@ -81,7 +82,9 @@ export class IndexJob {
 
   /** Runs the job; a failed run leaves the document `failed` with the error's message. */
   async handle(job: IndexJobPayload, context: JobContext): Promise<IndexResult> {
-    const { documentId: id, token, params } = job;
+    const { documentId: id, params } = job;
+    const token = await this.attemptToken(job, context);
+    if (typeof token !== 'string') return token.done;
     const controller = new AbortController();
     this.running.set(id, controller);
     const signal = AbortSignal.any([controller.signal, context.signal]);
@@ -117,6 +120,32 @@ export class IndexJob {
     } finally {
       if (this.running.get(id) === controller) this.running.delete(id);
     }
+  }
+
+  /**
+   * The run's token: the job's for its first attempt; a later attempt (an instance lost the job)
+   * takes the document over under a token of its own, so the earlier attempt, if it still runs,
+   * finds its token gone and reports itself superseded. When an earlier attempt committed
+   * already, the job is done: its result is the indexed document.
+   */
+  private async attemptToken(
+    job: IndexJobPayload,
+    context: JobContext,
+  ): Promise<string | { done: IndexResult }> {
+    if (context.attempt <= 1) return job.token;
+    const token = `${job.token}#${context.attempt}`;
+    if (await this.deps.repo.takeOverIndex(job.documentId, job.token, token)) return token;
+    const doc = await this.deps.repo.findById(job.documentId);
+    if (doc === undefined) throw new AppError('KNOWLEDGE_INDEX_CANCELLED');
+    if (doc.status !== 'indexed') throw new AppError('KNOWLEDGE_INDEX_SUPERSEDED');
+    const meta = JSON.parse(doc.converter_meta ?? '{}') as { chunking?: { chunkCount?: number } };
+    return {
+      done: {
+        document: toDocument(doc),
+        chunkCount: meta.chunking?.chunkCount ?? 0,
+        embeddingModel: doc.embedding_model ?? '',
+      },
+    };
   }
 
   /** Messages reach clients: no absolute data-directory paths, no credentials in URLs. */

@@ -268,7 +268,11 @@ export class IndexPipeline {
     });
     if (outcome === 'discarded') {
       await deps.storage.remove(markdownKey);
-      throw new AppError('KNOWLEDGE_INDEX_CANCELLED');
+      // Deleted, or another run (a newer request, or the job's next attempt) holds the document.
+      const now = await deps.repo.findById(doc.id);
+      throw new AppError(
+        now === undefined ? 'KNOWLEDGE_INDEX_CANCELLED' : 'KNOWLEDGE_INDEX_SUPERSEDED',
+      );
     }
     if (doc.markdown_path !== null && doc.markdown_path !== markdownKey) {
       await deps.storage.remove(doc.markdown_path).catch((error: unknown) => {

@@ -111,6 +111,8 @@ export async function createKnowledgeModule(
       });
     }
     await indexing.recoverInterrupted();
+    const purges = await documents.resumePurges();
+    if (purges > 0) log.info({ documents: purges }, 'purging documents deleted before the stop');
   }
 
   const search = { started: false, loaded: false, loading: false };
@@ -152,6 +154,9 @@ export async function createKnowledgeModule(
       if (!search.loaded && search.started && !search.loading) void warmSearch();
       return search.loaded;
     },
-    close: () => embedder.close(),
+    close: async () => {
+      await documents.close();
+      await embedder.close();
+    },
   };
 }

@@ -147,10 +147,28 @@ export interface ChunkStore {
    * returns how many chunks that covered. Stores that search in the database do nothing.
    */
   warm(model: string): Promise<number>;
-  /** Replaces the document's chunks and index rows and marks it indexed (version + 1), atomically. */
+  /**
+   * Replaces the document's chunks and index rows and marks it indexed (version + 1): searches
+   * see the old chunks until the new ones replace them in one step.
+   */
   commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'>;
-  /** Deletes the document row with its chunks and index rows, atomically. False if it did not exist. */
+  /** hideDocument then purgeDocument. False if it did not exist. */
   deleteDocument(documentId: string): Promise<boolean>;
+  /**
+   * Hides the document in one short statement: every read (list, get, search) stops seeing it
+   * at once, and its run finds its token gone. False if there is no such (visible) document.
+   */
+  hideDocument(documentId: string): Promise<boolean>;
+  /**
+   * Deletes a hidden document's chunks and index rows in slices (the event loop is free in
+   * between), then its row. `stop` ends it early (shutdown): the next start finishes it.
+   */
+  purgeDocument(documentId: string, stop?: () => boolean): Promise<void>;
+  /**
+   * After a restart: purges rows a crash left (a run's staged chunks, a replaced version's) and
+   * returns the hidden documents whose purge did not finish.
+   */
+  purgeLeftovers(stop?: () => boolean): Promise<string[]>;
   listChunks(documentId: string): Promise<ChunkRow[]>;
   /**
    * Stored vectors of `model` for the given hashes of embedded text (the embedding cache: any

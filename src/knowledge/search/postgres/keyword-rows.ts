@@ -46,7 +46,13 @@ export interface Removed {
   tokens: number;
 }
 
-/** The weighted tsvector and word count of each chunk of a document named `name`. */
+/** Chunks turned into keyword rows per slice by keywordRows (a few milliseconds of work). */
+const KEYWORD_SLICE = 256;
+
+/**
+ * The weighted tsvector and word count of each chunk of a document named `name`, in slices that
+ * yield to the event loop between them (one pass over a large document held it for seconds).
+ */
 export async function keywordRows(
   client: PoolClient,
   stemmer: Stemmer,
@@ -54,33 +60,75 @@ export async function keywordRows(
   chunks: readonly NewChunk[],
 ): Promise<KeywordRows> {
   const nameWords = indexWords(name);
-  const sectionWords = chunks.map((c) => indexWords(c.sectionPath));
-  const contentWords = chunks.map((c) => indexWords(c.content));
-  const stem = await stemmer.lexemes(client, [nameWords, ...sectionWords, ...contentWords]);
   const rows: KeywordRows = { terms: [], tokenCounts: [] };
-  for (let i = 0; i < chunks.length; i++) {
-    const positions = new Map<string, string[]>();
-    let at = 0;
-    const add = (words: readonly string[], label: string) => {
-      for (const word of words) {
-        at = Math.min(at + 1, MAX_POSITION);
-        const lexeme = stem(word);
-        // Counted in the length, but not indexed: no query can name it.
-        if (!fitsTsvector(lexeme)) continue;
-        const list = positions.get(lexeme);
-        if (list === undefined) positions.set(lexeme, [`${at}${label}`]);
-        else list.push(`${at}${label}`);
-      }
-    };
-    add(nameWords, LABEL.name);
-    add(sectionWords[i] ?? [], LABEL.section);
-    add(contentWords[i] ?? [], LABEL.content);
-    rows.terms.push(tsvectorLiteral(positions));
-    rows.tokenCounts.push(
-      nameWords.length + (sectionWords[i]?.length ?? 0) + (contentWords[i]?.length ?? 0),
-    );
+  for (let from = 0; from < chunks.length; from += KEYWORD_SLICE) {
+    if (from > 0) await new Promise((resolve) => setImmediate(resolve));
+    const slice = chunks.slice(from, from + KEYWORD_SLICE);
+    const sectionWords = slice.map((c) => indexWords(c.sectionPath));
+    const contentWords = slice.map((c) => indexWords(c.content));
+    const stem = await stemmer.lexemes(client, [nameWords, ...sectionWords, ...contentWords]);
+    for (let i = 0; i < slice.length; i++) {
+      const positions = new Map<string, string[]>();
+      let at = 0;
+      const add = (words: readonly string[], label: string) => {
+        for (const word of words) {
+          at = Math.min(at + 1, MAX_POSITION);
+          const lexeme = stem(word);
+          // Counted in the length, but not indexed: no query can name it.
+          if (!fitsTsvector(lexeme)) continue;
+          const list = positions.get(lexeme);
+          if (list === undefined) positions.set(lexeme, [`${at}${label}`]);
+          else list.push(`${at}${label}`);
+        }
+      };
+      add(nameWords, LABEL.name);
+      add(sectionWords[i] ?? [], LABEL.section);
+      add(contentWords[i] ?? [], LABEL.content);
+      rows.terms.push(tsvectorLiteral(positions));
+      rows.tokenCounts.push(
+        nameWords.length + (sectionWords[i]?.length ?? 0) + (contentWords[i]?.length ?? 0),
+      );
+    }
   }
   return rows;
+}
+
+/**
+ * Deletes the keyword rows of the given chunks (a slice of a hidden document's) and subtracts
+ * them from the BM25 statistics, in lexeme order (as updateStatistics: no deadlock with commits).
+ */
+export async function purgeKeywordRows(client: PoolClient, chunkIds: string[]): Promise<void> {
+  const { rows } = await client.query<Removed>(
+    `with gone as (
+       delete from knowledge_chunks_fts where chunk_id = any($1::text[]) returning terms, token_count
+     ),
+     counted as (
+       select u.lexeme, count(*)::int as n
+       from gone cross join lateral unnest(tsvector_to_array(gone.terms)) as u(lexeme)
+       group by u.lexeme
+     )
+     select coalesce((select array_agg(lexeme order by lexeme) from counted), '{}') as lexemes,
+            coalesce((select array_agg(n order by lexeme) from counted), '{}') as counts,
+            (select count(*)::int from gone) as chunks,
+            (select coalesce(sum(token_count), 0)::int from gone) as tokens`,
+    [chunkIds],
+  );
+  const removed = rows[0];
+  if (removed === undefined || removed.chunks === 0) return;
+  await client.query(
+    `insert into knowledge_fts_terms (lexeme, chunks)
+     select lexeme, -n from unnest($1::text[], $2::int[]) as o(lexeme, n) order by lexeme
+     on conflict (lexeme) do update set chunks = knowledge_fts_terms.chunks + excluded.chunks`,
+    [removed.lexemes, removed.counts],
+  );
+  await client.query(
+    'delete from knowledge_fts_terms where lexeme = any($1::text[]) and chunks <= 0',
+    [removed.lexemes],
+  );
+  await client.query(
+    'update knowledge_fts_stats set chunks = chunks - $1, tokens = tokens - $2 where id = 1',
+    [removed.chunks, removed.tokens],
+  );
 }
 
 /** Deletes the document's keyword rows, returning what they counted in the BM25 statistics. */

@@ -17,13 +17,21 @@ import {
 } from '../chunk-store.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
 import { parseVector } from './encoding.js';
-import { deleteKeywordRows, keywordRows, updateStatistics, type Removed } from './keyword-rows.js';
+import {
+  deleteKeywordRows,
+  keywordRows,
+  purgeKeywordRows,
+  updateStatistics,
+  type Removed,
+} from './keyword-rows.js';
 import { KeywordSearch } from './keyword-search.js';
 import { VectorTables } from './vector-tables.js';
 import { keywordQueryWords, Stemmer } from './words.js';
 
 /** Chunks written per statement by commitIndex. */
 const INSERT_BATCH = 1000;
+/** Chunks of a hidden document deleted per transaction by purgeDocument. */
+const PURGE_BATCH = 1000;
 
 export class PostgresChunkStore implements ChunkStore {
   private readonly vectors: VectorTables;
@@ -59,8 +67,25 @@ export class PostgresChunkStore implements ChunkStore {
     return removed;
   }
 
+  /** The keyword rows of a commit, built before its transaction (in slices: keyword-rows.ts). */
+  private async keywordRowsOf(commit: IndexCommit, name: string) {
+    const client = await this.pool.connect();
+    try {
+      return await keywordRows(client, this.stemmer, name, commit.chunks);
+    } finally {
+      client.release();
+    }
+  }
+
   async commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'> {
     const features = await this.vectors.loadFeatures();
+    const named = await this.pool.query<{ name: string }>(
+      'select name from knowledge_documents where id = $1 and index_token = $2',
+      [commit.documentId, commit.indexToken],
+    );
+    const name = named.rows[0]?.name;
+    if (name === undefined) return 'discarded';
+    let keyword = await this.keywordRowsOf(commit, name);
     try {
       return await this.transaction('begin', async (client) => {
         const doc = (
@@ -71,12 +96,15 @@ export class PostgresChunkStore implements ChunkStore {
           )
         ).rows[0];
         if (doc === undefined) return 'discarded';
+        // Renamed meanwhile: the name is in every keyword row.
+        if (doc.name !== name)
+          keyword = await keywordRows(client, this.stemmer, doc.name, commit.chunks);
         const table = await this.vectors.table(client, commit.model, commit.dimensions, true);
         if (table === null) throw new Error('the vector table was not created');
         const removed = await this.deleteChunks(client, commit.documentId);
         const now = new Date().toISOString();
         const chunks = commit.chunks;
-        const { terms, tokenCounts } = await keywordRows(client, this.stemmer, doc.name, chunks);
+        const { terms, tokenCounts } = keyword;
         // In batches: every statement stays well inside the statement timeout (inserting into the
         // HNSW index takes a few milliseconds per vector).
         for (let from = 0; from < chunks.length; from += INSERT_BATCH) {
@@ -139,17 +167,53 @@ export class PostgresChunkStore implements ChunkStore {
   }
 
   async deleteDocument(documentId: string): Promise<boolean> {
-    return this.transaction('begin', async (client) => {
-      const found = await client.query(
-        'select 1 from knowledge_documents where id = $1 for update',
-        [documentId],
-      );
-      if (found.rowCount === 0) return false;
-      const removed = await this.deleteChunks(client, documentId);
-      await client.query('delete from knowledge_documents where id = $1', [documentId]);
-      await updateStatistics(client, documentId, removed, { chunks: 0, tokens: 0 });
-      return true;
-    });
+    if (!(await this.hideDocument(documentId))) return false;
+    await this.purgeDocument(documentId);
+    return true;
+  }
+
+  async hideDocument(documentId: string): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `update knowledge_documents
+       set status = 'deleting', index_token = null, checksum = 'deleting:' || id, updated_at = $2
+       where id = $1 and status <> 'deleting'`,
+      [documentId, new Date().toISOString()],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** In transactions of PURGE_BATCH chunks: no long lock, no statement near the timeout. */
+  async purgeDocument(documentId: string, stop: () => boolean = () => false): Promise<void> {
+    while (!stop()) {
+      const purged = await this.transaction('begin', async (client) => {
+        const { rows } = await client.query<{ id: string }>(
+          `select c.id from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+           where c.document_id = $1 and d.status = 'deleting' limit ${PURGE_BATCH}`,
+          [documentId],
+        );
+        const ids = rows.map((r) => r.id);
+        if (ids.length === 0) return 0;
+        await purgeKeywordRows(client, ids);
+        for (const table of await this.vectors.all(client)) {
+          await client.query(`delete from ${table} where chunk_id = any($1::text[])`, [ids]);
+        }
+        await client.query('delete from knowledge_chunks where id = any($1::text[])', [ids]);
+        return ids.length;
+      });
+      if (purged === 0) break;
+    }
+    if (stop()) return;
+    await this.pool.query(`delete from knowledge_documents where id = $1 and status = 'deleting'`, [
+      documentId,
+    ]);
+  }
+
+  /** Chunks are swapped in one transaction here: only hidden documents can be left. */
+  async purgeLeftovers(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `select id from knowledge_documents where status = 'deleting'`,
+    );
+    return rows.map((r) => r.id);
   }
 
   // --- reading ----------------------------------------------------------------------------------

@@ -180,6 +180,23 @@ export class KeywordIndex {
     }
   }
 
+  /**
+   * Gives the rows of document `from` (a run's staged rows) to document `to`, whose own rows must
+   * be deleted first: numbers are swapped, no row is touched.
+   */
+  renameDocument(from: string, to: string): void {
+    const document = this.documentNumbers.get(from);
+    if (document === undefined) return;
+    const previous = this.documentNumbers.get(to);
+    // `from` keeps a number (without rows): numbers are allocated by the map's size.
+    const spare = previous ?? this.documentIds.length;
+    this.documentNumbers.set(from, spare);
+    this.documentIds[spare] = from;
+    this.documentNumbers.set(to, document);
+    this.documentIds[document] = to;
+    if (previous !== undefined) this.rowsOfDocument.delete(previous);
+  }
+
   deleteDocument(documentId: string): void {
     const document = this.documentNumbers.get(documentId);
     const rows = document === undefined ? undefined : this.rowsOfDocument.get(document);

@@ -47,8 +47,6 @@ interface AddedRows {
 
 /** Rows read per batch when a copy is loaded. */
 const LOAD_BATCH = 2048;
-/** Chunks tokenized per slice by tokenizeChunks (~0.25 MB of text, a few milliseconds). */
-const TOKENIZE_SLICE = 256;
 
 const NONE = new Int32Array(0);
 
@@ -56,16 +54,6 @@ const NONE = new Int32Array(0);
 export function tokenizeChunksNow(chunks: readonly NewChunk[]): ChunkLexemes[] {
   const ids = sharedLexer().tokenize(chunks.flatMap((c) => [c.sectionPath, c.content]));
   return chunks.map((_, i) => [ids[2 * i] ?? NONE, ids[2 * i + 1] ?? NONE]);
-}
-
-/** tokenizeChunksNow in slices, yielding to the event loop between them. */
-export async function tokenizeChunks(chunks: readonly NewChunk[]): Promise<ChunkLexemes[]> {
-  const out: ChunkLexemes[] = [];
-  for (let i = 0; i < chunks.length; i += TOKENIZE_SLICE) {
-    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
-    out.push(...tokenizeChunksNow(chunks.slice(i, i + TOKENIZE_SLICE)));
-  }
-  return out;
 }
 
 /** Tokenizes FTS5 rows into keyword index rows, in one lexer batch. */
@@ -93,15 +81,24 @@ function* batches<T>(rows: Iterable<T>): Generator<T[]> {
   yield batch;
 }
 
+/**
+ * The condition (chunks `c`, documents `d`) of a document's current chunks (migration 0011): not
+ * a run's staged ones, not a replaced version's, not a hidden document's.
+ */
+export const CURRENT = `c.run_token is d.chunk_token and d.status <> 'deleting'`;
+
 const KEYWORD_SELECT = `select c.fts_rowid, c.id, c.document_id, d.project_id, f.document_name,
     f.section_path, f.content
   from knowledge_chunks c join knowledge_chunks_fts f on f.rowid = c.fts_rowid
-  left join knowledge_documents d on d.id = c.document_id`;
+  join knowledge_documents d on d.id = c.document_id
+  where ${CURRENT}`;
 
 export class SearchIndexes {
   /** Vector copies by table name. */
   private readonly vectors = new Map<string, Loaded<VectorIndex>>();
   private keyword: Loaded<KeywordIndex> | undefined;
+  /** By staging key: the copies that hold every slice staged so far. */
+  private readonly staged = new Map<string, Set<object>>();
 
   constructor(private readonly statement: Statements) {}
 
@@ -154,7 +151,9 @@ export class SearchIndexes {
         const index = new VectorIndex(dimensions);
         this.addVectors(
           index,
-          `select chunk_id, embedding, document_id, project_key from ${table}`,
+          `select v.chunk_id, v.embedding, v.document_id, v.project_key
+           from ${table} v join knowledge_chunks c on c.id = v.chunk_id
+           join knowledge_documents d on d.id = c.document_id where ${CURRENT}`,
           [],
         );
         return index;
@@ -164,7 +163,8 @@ export class SearchIndexes {
           index,
           `select v.chunk_id, v.embedding, v.document_id, v.project_key
            from knowledge_chunks c join ${table} v on v.chunk_id = c.id
-           where c.document_id in (select value from json_each(?))`,
+           join knowledge_documents d on d.id = c.document_id
+           where c.document_id in (select value from json_each(?)) and ${CURRENT}`,
           [JSON.stringify(documentIds)],
         );
       },
@@ -204,7 +204,7 @@ export class SearchIndexes {
         // Rows written after the copy's generation have higher rowids than every row it keeps.
         this.addKeywordRows(
           index,
-          `${KEYWORD_SELECT} where c.document_id in (select value from json_each(?))
+          `${KEYWORD_SELECT} and c.document_id in (select value from json_each(?))
            order by c.fts_rowid`,
           [JSON.stringify(documentIds)],
         );
@@ -239,5 +239,66 @@ export class SearchIndexes {
       if (added?.table === table) loaded.index.add(added.vectors);
       loaded.generation = after;
     }
+  }
+
+  // --- staged writes (sqlite-chunk-writes.ts) ---------------------------------------------------
+
+  /** The copies current at `before` move to `after`: the write changed none of their rows. */
+  skip(before: number, after: number): void {
+    for (const loaded of this.copies()) if (loaded.generation === before) loaded.generation = after;
+  }
+
+  /**
+   * A slice of a run's chunks written (generation `before` → `after`): the copies current at
+   * `before` that hold every earlier slice add its rows under `key` (a document id no search
+   * returns); the others drop the key's rows at the flip and reload the document after it.
+   */
+  stage(before: number, after: number, key: string, added: AddedRows, first: boolean): void {
+    let holders = this.staged.get(key);
+    if (holders === undefined || first) this.staged.set(key, (holders = new Set(this.copies())));
+    const keyword = this.keyword;
+    if (keyword !== undefined) {
+      if (keyword.generation === before && holders.has(keyword)) {
+        keyword.index.add(added.keyword());
+        keyword.generation = after;
+      } else holders.delete(keyword);
+    }
+    for (const [table, loaded] of this.vectors) {
+      if (loaded.generation === before && holders.has(loaded)) {
+        if (added.table === table) loaded.index.add(added.vectors);
+        loaded.generation = after;
+      } else holders.delete(loaded);
+    }
+  }
+
+  /**
+   * The run's chunks made current (`before` → `after`): the copies that hold every staged slice
+   * swap the document's rows for the key's in one step; the others drop both and catch up on
+   * their next search (the flip recorded the document as changed).
+   */
+  flip(before: number, after: number, documentId: string, key: string): void {
+    const holders = this.staged.get(key) ?? new Set();
+    this.staged.delete(key);
+    const keyword = this.keyword;
+    const swap = (loaded: Loaded<KeywordIndex> | Loaded<VectorIndex>) => {
+      loaded.index.deleteDocument(documentId);
+      if (loaded.generation === before && holders.has(loaded)) {
+        loaded.index.renameDocument(key, documentId);
+        loaded.generation = after;
+      } else loaded.index.deleteDocument(key);
+    };
+    if (keyword !== undefined) swap(keyword);
+    for (const loaded of this.vectors.values()) swap(loaded);
+  }
+
+  /** A run's staged rows dropped from the copies (the run was discarded or failed). */
+  dropStaged(key: string): void {
+    this.staged.delete(key);
+    this.keyword?.index.deleteDocument(key);
+    for (const loaded of this.vectors.values()) loaded.index.deleteDocument(key);
+  }
+
+  private copies(): Loaded<KeywordIndex | VectorIndex>[] {
+    return [...(this.keyword === undefined ? [] : [this.keyword]), ...this.vectors.values()];
   }
 }

@@ -7,7 +7,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { ChunkRow } from '../../../db/schema.js';
 import {
-  markIndexedSql,
   SEARCHABLE,
   type Candidate,
   type ChunkHit,
@@ -23,12 +22,8 @@ import { chooseQueryTerms } from '../query-terms.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
 import { sharedLexer } from './fts5-lexer.js';
 import { buildFtsQuery, FTS5_BM25 } from './fts-query.js';
-import {
-  SearchIndexes,
-  tokenizeChunks,
-  tokenizeChunksNow,
-  type ChunkLexemes,
-} from './search-indexes.js';
+import { CURRENT, SearchIndexes } from './search-indexes.js';
+import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { statementCache, type Statements } from './statements.js';
 import { asFloat32, VectorTables } from './vector-tables.js';
 
@@ -46,172 +41,47 @@ function scopeSql(filter: SearchFilter, params: unknown[]): string {
   return where;
 }
 
-/** What a committed transaction wrote, for the in-process copies. */
-interface Written {
-  before: number;
-  after: number;
-  table: string;
-  name: string;
-  projectId: string | null;
-  projectKey: string;
-  /** The FTS rowid of each chunk. */
-  rowids: number[];
-}
-
 export class SqliteChunkStore implements ChunkStore {
   private readonly statement: Statements;
   private readonly tables: VectorTables;
   private readonly indexes: SearchIndexes;
+  private readonly writes: SqliteChunkWrites;
 
   constructor(private readonly db: BetterSqlite3.Database) {
     this.statement = statementCache(db);
     this.tables = new VectorTables(db);
     this.indexes = new SearchIndexes(this.statement);
+    this.writes = new SqliteChunkWrites(db, this.statement, this.tables, this.indexes);
   }
 
   // --- writing ----------------------------------------------------------------------------------
 
-  // better-sqlite3 is synchronous: the async methods do their work before they return.
-  async commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'> {
-    // Tokenized ahead, in slices that let other requests in: a big document's text would
-    // otherwise hold the event loop after its commit.
-    const lexed = this.indexes.keywordLoaded ? await tokenizeChunks(commit.chunks) : null;
-    let written: Written | null;
-    try {
-      written = this.db.transaction(() => this.write(commit)).immediate();
-    } catch (error) {
-      // A vector table created inside the rolled-back transaction is gone again.
-      this.tables.forget();
-      throw error;
-    }
-    if (written === null) return 'discarded';
-    const done = written;
-    this.indexes.applyWrite(done.before, done.after, commit.documentId, {
-      table: done.table,
-      vectors: commit.chunks.map((c) => ({
-        chunkId: c.id,
-        documentId: commit.documentId,
-        projectKey: done.projectKey,
-        vector: c.vector,
-      })),
-      keyword: () => {
-        const name = sharedLexer().tokenize([done.name])[0] ?? new Int32Array(0);
-        const texts: ChunkLexemes[] = lexed ?? tokenizeChunksNow(commit.chunks);
-        return commit.chunks.map((c, i) => ({
-          rowid: done.rowids[i] ?? 0,
-          chunkId: c.id,
-          documentId: commit.documentId,
-          projectId: done.projectId,
-          columns: [name, ...(texts[i] ?? [new Int32Array(0), new Int32Array(0)])],
-        }));
-      },
-    });
-    return 'committed';
+  // better-sqlite3 is synchronous: big writes go in slices (sqlite-chunk-writes.ts).
+  commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'> {
+    return this.writes.commit(commit);
   }
 
-  /** commitIndex's transaction: null when the run no longer owns the document. */
-  private write(commit: IndexCommit): Written | null {
-    const before = this.indexes.generation();
-    const doc = this.statement(
-      'select name, project_id, project_key from knowledge_documents where id = ? and index_token = ?',
-    ).get(commit.documentId, commit.indexToken) as
-      { name: string; project_id: string | null; project_key: string } | undefined;
-    if (doc === undefined) return null;
-    this.deleteChunks(commit.documentId);
-    const table = this.tables.ensure(commit.model, commit.dimensions);
-    const now = new Date().toISOString();
-    const insertChunk = this.statement(
-      `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content, token_estimate,
-         metadata, embedding_model, embedding_dimensions, content_hash, created_at, fts_rowid)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    const insertFts = this.statement(
-      'insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content) values (?, ?, ?, ?, ?)',
-    );
-    const insertVector = this.statement(
-      `insert into ${table} (chunk_id, embedding, document_id, project_key) values (?, ?, ?, ?)`,
-    );
-    const rowids: number[] = [];
-    for (const c of commit.chunks) {
-      // The keyword row first: the chunk records its rowid (the FTS table's columns are not indexed).
-      const ftsRowid = Number(
-        insertFts.run(c.id, commit.documentId, doc.name, c.sectionPath, c.content).lastInsertRowid,
-      );
-      insertChunk.run(
-        c.id,
-        commit.documentId,
-        c.chunkIndex,
-        c.sectionPath,
-        c.page,
-        c.content,
-        c.tokenEstimate,
-        JSON.stringify(c.metadata),
-        commit.model,
-        commit.dimensions,
-        c.contentHash,
-        now,
-        ftsRowid,
-      );
-      rowids.push(ftsRowid);
-      insertVector.run(c.id, c.vector, commit.documentId, doc.project_key);
-    }
-    const update = markIndexedSql(commit, now, () => '?');
-    this.statement(update.sql).run(...update.params);
-    return {
-      before,
-      after: this.indexes.generation(),
-      table,
-      name: doc.name,
-      projectId: doc.project_id,
-      projectKey: doc.project_key,
-      rowids,
-    };
+  async hideDocument(documentId: string): Promise<boolean> {
+    return this.writes.hide(documentId);
   }
 
-  /**
-   * Deletes a document's chunks and their index rows, found by key: the FTS rows by the rowids
-   * the chunks record (the FTS table's `document_id` is not indexed: filtering on it scans every
-   * row), the vectors by chunk id in the tables of the models the chunks were embedded with.
-   */
-  private deleteChunks(documentId: string): void {
-    const models = this.statement(
-      `select distinct embedding_model, embedding_dimensions from knowledge_chunks
-       where document_id = ?`,
-    )
-      .raw()
-      .all(documentId) as [string, number][];
-    if (models.length === 0) return;
-    for (const [model, dimensions] of models) {
-      const table = this.tables.find(model, dimensions);
-      if (table === null) continue;
-      this.statement(
-        `delete from ${table}
-         where chunk_id in (select id from knowledge_chunks where document_id = ?)`,
-      ).run(documentId);
+  purgeDocument(documentId: string, stop?: () => boolean): Promise<void> {
+    return this.writes.purge(documentId, 'hidden', stop);
+  }
+
+  async purgeLeftovers(stop?: () => boolean): Promise<string[]> {
+    const { hidden, leftovers } = this.writes.purgeable();
+    for (const documentId of leftovers) {
+      if (stop?.() === true) break;
+      await this.writes.purge(documentId, { leftoverOf: null }, stop);
     }
-    this.statement(
-      `delete from knowledge_chunks_fts
-       where rowid in (select fts_rowid from knowledge_chunks where document_id = ?)`,
-    ).run(documentId);
-    this.statement('delete from knowledge_chunks where document_id = ?').run(documentId);
+    return hidden;
   }
 
   async deleteDocument(documentId: string): Promise<boolean> {
-    let before = 0;
-    let after = 0;
-    const deleted = this.db
-      .transaction(() => {
-        before = this.indexes.generation();
-        this.deleteChunks(documentId);
-        const changed =
-          this.statement('delete from knowledge_documents where id = ?').run(documentId).changes >
-          0;
-        after = this.indexes.generation();
-        return changed;
-      })
-      .immediate();
-    this.indexes.applyWrite(before, after, documentId);
-    return deleted;
+    if (!(await this.hideDocument(documentId))) return false;
+    await this.purgeDocument(documentId);
+    return true;
   }
 
   // --- reading ----------------------------------------------------------------------------------
@@ -267,7 +137,7 @@ export class SqliteChunkStore implements ChunkStore {
        from knowledge_chunks_fts f
        join knowledge_chunks c on c.id = f.chunk_id
        join knowledge_documents d on d.id = c.document_id
-       where knowledge_chunks_fts match ? and ${SEARCHABLE}${scope}
+       where knowledge_chunks_fts match ? and ${SEARCHABLE} and ${CURRENT}${scope}
        order by ${FTS5_BM25} limit ?`,
     ).all(...params) as Candidate[];
   }
@@ -315,8 +185,15 @@ export class SqliteChunkStore implements ChunkStore {
     if (table === null) return [];
     // Exact KNN in process; the scope filters apply before ranking, the status check after it
     // only drops chunks of failed re-indexes.
-    const nearest = this.indexes.vectorIndex(table, vector.length).search(vector, filter, limit);
-    return this.searchable(nearest).map((n) => ({ chunkId: n.chunkId, score: n.score }));
+    // Deeper while that left fewer than `limit` (a run's staged rows are in the copy too).
+    const index = this.indexes.vectorIndex(table, vector.length);
+    for (let fetch = limit + 32; ; fetch *= 4) {
+      const nearest = index.search(vector, filter, fetch);
+      const kept = this.searchable(nearest);
+      if (kept.length >= limit || nearest.length < fetch) {
+        return kept.slice(0, limit).map((n) => ({ chunkId: n.chunkId, score: n.score }));
+      }
+    }
   }
 
   private similarities(
@@ -331,7 +208,8 @@ export class SqliteChunkStore implements ChunkStore {
 
   async listChunks(documentId: string): Promise<ChunkRow[]> {
     return this.statement(
-      'select * from knowledge_chunks where document_id = ? order by chunk_index',
+      `select c.* from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+       where c.document_id = ? and ${CURRENT} order by c.chunk_index`,
     ).all(documentId) as ChunkRow[];
   }
 
@@ -365,7 +243,7 @@ export class SqliteChunkStore implements ChunkStore {
     return this.statement(
       `select c.*, d.name as document_name, d.project_id as project_id, d.source as source
        from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
-       where c.id in (select value from json_each(?))`,
+       where c.id in (select value from json_each(?)) and ${CURRENT}`,
     ).all(JSON.stringify(chunkIds)) as ChunkHit[];
   }
 }

@@ -110,6 +110,16 @@ export class VectorIndex {
     this.dead++;
   }
 
+  /** Gives the rows of document `from` (a run's staged rows) to document `to`. */
+  renameDocument(from: string, to: string): void {
+    const rows = this.rowsOf.get(from);
+    if (rows === undefined) return;
+    this.rowsOf.delete(from);
+    for (const r of rows) if (this.documents[r] === from) this.documents[r] = to;
+    const own = this.rowsOf.get(to);
+    this.rowsOf.set(to, own === undefined ? rows : own.concat(rows));
+  }
+
   deleteDocument(documentId: string): void {
     const rows = this.rowsOf.get(documentId);
     if (rows === undefined) return;

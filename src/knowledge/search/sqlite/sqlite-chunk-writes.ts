@@ -1,0 +1,339 @@
+/**
+ * How the SQLite store writes without holding the event loop (better-sqlite3 is synchronous),
+ * whatever the document's size (migration 0011):
+ *
+ * - commit: the run's chunks (rows, FTS5 rows, vectors) written in slices of SLICE chunks, one
+ *   short transaction each, under the run's token: searches ignore them (CURRENT), the in-process
+ *   copies hold them under a key no search returns. Then one short transaction checks the token
+ *   and sets the document's `chunk_token` (the flip): the old chunks stay searchable until then,
+ *   and the copies swap the document's rows in the same step. The replaced chunks are purged in
+ *   slices after.
+ * - delete: the row hidden in one statement (status `deleting`: invisible to every read), then
+ *   its chunks purged in slices and the row deleted.
+ *
+ * The event loop is yielded between slices. A crash leaves staged or hidden rows that searches
+ * ignore; `purgeable` finds them at the next start (and a resumed run purges its document's
+ * leftovers before it stages).
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import type { IndexCommit, NewChunk } from '../chunk-store.js';
+import { markIndexedSql } from '../chunk-store.js';
+import { sharedLexer } from './fts5-lexer.js';
+import { tokenizeChunksNow, type SearchIndexes } from './search-indexes.js';
+import type { Statements } from './statements.js';
+import type { VectorTables } from './vector-tables.js';
+
+/** Chunks per slice: a few milliseconds of writing (FTS5 tokenizes inside the insert). */
+export const SLICE = 256;
+
+/** Lets other callbacks (requests) run between slices. */
+export const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * The condition (chunks `c`, documents `d`) of rows to purge: a hidden document's, or neither
+ * current nor of the run in progress.
+ */
+const PURGEABLE = `(d.status = 'deleting' or (c.run_token is not d.chunk_token
+  and (d.index_token is null or c.run_token is not d.index_token)))`;
+
+/** The in-process copies' key of a run's staged rows. */
+const stagingKey = (token: string) => `\u0000staged:${token}`;
+
+interface StagedDocument {
+  name: string;
+  project_id: string | null;
+  project_key: string;
+}
+
+export class SqliteChunkWrites {
+  constructor(
+    private readonly db: BetterSqlite3.Database,
+    private readonly statement: Statements,
+    private readonly tables: VectorTables,
+    private readonly indexes: SearchIndexes,
+  ) {}
+
+  /** Records a change of the document's searchable chunks for other processes' copies. */
+  private recordChange(documentId: string): void {
+    this.statement(
+      'update knowledge_search_generation set generation = generation + 1 where id = 1',
+    ).run();
+    this.statement(
+      `insert into knowledge_search_changes (document_id, generation)
+       select ?, generation from knowledge_search_generation where id = 1
+       on conflict (document_id) do update set generation = excluded.generation`,
+    ).run(documentId);
+  }
+
+  private owner(commit: IndexCommit): StagedDocument | undefined {
+    return this.statement(
+      `select name, project_id, project_key from knowledge_documents
+       where id = ? and index_token = ? and status <> 'deleting'`,
+    ).get(commit.documentId, commit.indexToken) as StagedDocument | undefined;
+  }
+
+  async commit(commit: IndexCommit): Promise<'committed' | 'discarded'> {
+    const key = stagingKey(commit.indexToken);
+    if (this.owner(commit) === undefined) return 'discarded';
+    // Leftovers of a crashed or retried run of this document (this run's token included).
+    await this.purge(commit.documentId, { leftoverOf: commit.indexToken });
+    try {
+      for (let from = 0; from < commit.chunks.length; from += SLICE) {
+        if (!this.stageSlice(commit, from, key)) return await this.discard(commit, key);
+        await yieldToLoop();
+      }
+      const replaced = this.flip(commit, key);
+      if (replaced === false) return await this.discard(commit, key);
+      await this.purge(commit.documentId, { run: replaced });
+      return 'committed';
+    } catch (error) {
+      this.indexes.dropStaged(key);
+      // A vector table created inside a rolled-back transaction is gone again.
+      this.tables.forget();
+      throw error;
+    }
+  }
+
+  private async discard(commit: IndexCommit, key: string): Promise<'discarded'> {
+    this.indexes.dropStaged(key);
+    await this.purge(commit.documentId, { leftoverOf: commit.indexToken });
+    return 'discarded';
+  }
+
+  /** One slice in one transaction; false when the run no longer owns the document. */
+  private stageSlice(commit: IndexCommit, from: number, key: string): boolean {
+    const slice = commit.chunks.slice(from, from + SLICE);
+    const written = this.db
+      .transaction(() => {
+        const doc = this.owner(commit);
+        if (doc === undefined) return null;
+        const before = this.indexes.generation();
+        const table = this.tables.ensure(commit.model, commit.dimensions);
+        const rowids = this.insert(commit, slice, doc);
+        return { before, after: this.indexes.generation(), table, doc, rowids };
+      })
+      .immediate();
+    if (written === null) return false;
+    const { doc, rowids } = written;
+    this.indexes.stage(
+      written.before,
+      written.after,
+      key,
+      {
+        table: written.table,
+        vectors: slice.map((c) => ({
+          chunkId: c.id,
+          documentId: key,
+          projectKey: doc.project_key,
+          vector: c.vector,
+        })),
+        keyword: () => {
+          const name = sharedLexer().tokenize([doc.name])[0] ?? new Int32Array(0);
+          const texts = tokenizeChunksNow(slice);
+          return slice.map((c, i) => ({
+            rowid: rowids[i] ?? 0,
+            chunkId: c.id,
+            documentId: key,
+            projectId: doc.project_id,
+            columns: [name, ...(texts[i] ?? [new Int32Array(0), new Int32Array(0)])],
+          }));
+        },
+      },
+      from === 0,
+    );
+    return true;
+  }
+
+  /** Inserts the chunks under the run's token; returns their FTS rowids. */
+  private insert(commit: IndexCommit, chunks: NewChunk[], doc: StagedDocument): number[] {
+    const table = this.tables.ensure(commit.model, commit.dimensions);
+    const now = new Date().toISOString();
+    const insertChunk = this.statement(
+      `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content, token_estimate,
+         metadata, embedding_model, embedding_dimensions, content_hash, created_at, fts_rowid, run_token)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const insertFts = this.statement(
+      'insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content) values (?, ?, ?, ?, ?)',
+    );
+    const insertVector = this.statement(
+      `insert into ${table} (chunk_id, embedding, document_id, project_key) values (?, ?, ?, ?)`,
+    );
+    const rowids: number[] = [];
+    for (const c of chunks) {
+      // The keyword row first: the chunk records its rowid (the FTS table's columns are not indexed).
+      const ftsRowid = Number(
+        insertFts.run(c.id, commit.documentId, doc.name, c.sectionPath, c.content).lastInsertRowid,
+      );
+      insertChunk.run(
+        c.id,
+        commit.documentId,
+        c.chunkIndex,
+        c.sectionPath,
+        c.page,
+        c.content,
+        c.tokenEstimate,
+        JSON.stringify(c.metadata),
+        commit.model,
+        commit.dimensions,
+        c.contentHash,
+        now,
+        ftsRowid,
+        commit.indexToken,
+      );
+      rowids.push(ftsRowid);
+      insertVector.run(c.id, c.vector, commit.documentId, doc.project_key);
+    }
+    return rowids;
+  }
+
+  /**
+   * The flip: the staged chunks become the document's current ones and the document `indexed`,
+   * in one short transaction. Returns the token of the replaced chunks, or false when the run
+   * no longer owns the document.
+   */
+  private flip(commit: IndexCommit, key: string): string | null | false {
+    const done = this.db
+      .transaction(() => {
+        if (this.owner(commit) === undefined) return null;
+        const staged = this.statement(
+          'select count(*) from knowledge_chunks where document_id = ? and run_token = ?',
+        )
+          .pluck()
+          .get(commit.documentId, commit.indexToken) as number;
+        if (staged !== commit.chunks.length) {
+          throw new Error(`${commit.chunks.length - staged} staged chunks are missing`);
+        }
+        const before = this.indexes.generation();
+        const replaced = this.statement('select chunk_token from knowledge_documents where id = ?')
+          .pluck()
+          .get(commit.documentId) as string | null;
+        const now = new Date().toISOString();
+        const update = markIndexedSql(commit, now, () => '?');
+        this.statement(update.sql).run(...update.params);
+        this.statement('update knowledge_documents set chunk_token = ? where id = ?').run(
+          commit.indexToken,
+          commit.documentId,
+        );
+        this.recordChange(commit.documentId);
+        return { before, after: this.indexes.generation(), replaced };
+      })
+      .immediate();
+    if (done === null) return false;
+    this.indexes.flip(done.before, done.after, commit.documentId, key);
+    return done.replaced;
+  }
+
+  /** Hides the document in one short transaction; false if there is no such (visible) one. */
+  hide(documentId: string): boolean {
+    let before = 0;
+    let after = 0;
+    const hidden = this.db
+      .transaction(() => {
+        before = this.indexes.generation();
+        const changed = this.statement(
+          `update knowledge_documents
+           set status = 'deleting', index_token = null, checksum = 'deleting:' || id, updated_at = ?
+           where id = ? and status <> 'deleting'`,
+        ).run(new Date().toISOString(), documentId).changes;
+        if (changed === 0) return false;
+        this.recordChange(documentId);
+        after = this.indexes.generation();
+        return true;
+      })
+      .immediate();
+    if (hidden) this.indexes.applyWrite(before, after, documentId);
+    return hidden;
+  }
+
+  /**
+   * Purges rows of the document in slices: of `run` (a replaced version's token), or every
+   * purgeable one (a hidden document's, a crashed run's, `leftoverOf` a run that starts again).
+   * Then deletes the row of a hidden document. `stop` ends it early (shutdown).
+   */
+  async purge(
+    documentId: string,
+    which: { run: string | null } | { leftoverOf: string | null } | 'hidden',
+    stop: () => boolean = () => false,
+  ): Promise<void> {
+    let condition: string;
+    let params: unknown[];
+    if (which === 'hidden') {
+      condition = `d.status = 'deleting'`;
+      params = [documentId];
+    } else if ('run' in which) {
+      condition = `c.run_token is ? and c.run_token is not d.chunk_token`;
+      params = [documentId, which.run];
+    } else {
+      condition = `(${PURGEABLE} or (c.run_token = ? and c.run_token is not d.chunk_token))`;
+      params = [documentId, which.leftoverOf];
+    }
+    const select = `select c.id, c.fts_rowid, c.embedding_model, c.embedding_dimensions
+      from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+      where c.document_id = ? and ${condition} limit ${SLICE}`;
+    while (!stop()) {
+      if (this.purgeSlice(select, params) === 0) break;
+      await yieldToLoop();
+    }
+    if (which === 'hidden' && !stop()) {
+      this.statement(`delete from knowledge_documents where id = ? and status = 'deleting'`).run(
+        documentId,
+      );
+    }
+  }
+
+  /** Deletes up to SLICE chunks the query finds, with their index rows; returns how many. */
+  private purgeSlice(select: string, params: unknown[]): number {
+    let before = 0;
+    let after = 0;
+    const count = this.db
+      .transaction(() => {
+        before = this.indexes.generation();
+        const rows = this.statement(select)
+          .raw()
+          .all(...params) as [string, number | null, string, number][];
+        if (rows.length === 0) return 0;
+        const byTable = new Map<string, string[]>();
+        for (const [id, , model, dimensions] of rows) {
+          const table = this.tables.find(model, dimensions);
+          if (table === null) continue;
+          const ids = byTable.get(table) ?? [];
+          ids.push(id);
+          byTable.set(table, ids);
+        }
+        for (const [table, ids] of byTable) {
+          this.statement(
+            `delete from ${table} where chunk_id in (select value from json_each(?))`,
+          ).run(JSON.stringify(ids));
+        }
+        const rowids = rows.flatMap(([, rowid]) => (rowid === null ? [] : [rowid]));
+        this.statement(
+          'delete from knowledge_chunks_fts where rowid in (select value from json_each(?))',
+        ).run(JSON.stringify(rowids));
+        this.statement(
+          'delete from knowledge_chunks where id in (select value from json_each(?))',
+        ).run(JSON.stringify(rows.map(([id]) => id)));
+        after = this.indexes.generation();
+        return rows.length;
+      })
+      .immediate();
+    // The copies never held these rows (or dropped them at the flip or the hiding).
+    if (count > 0) this.indexes.skip(before, after);
+    return count;
+  }
+
+  /** Documents with rows to purge: hidden ones, and ones with a crashed run's or old version's. */
+  purgeable(): { hidden: string[]; leftovers: string[] } {
+    const hidden = this.statement(`select id from knowledge_documents where status = 'deleting'`)
+      .pluck()
+      .all() as string[];
+    const leftovers = this.statement(
+      `select distinct c.document_id from knowledge_chunks c
+       join knowledge_documents d on d.id = c.document_id
+       where d.status <> 'deleting' and ${PURGEABLE}`,
+    )
+      .pluck()
+      .all() as string[];
+    return { hidden, leftovers };
+  }
+}
