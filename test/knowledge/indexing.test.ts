@@ -233,9 +233,11 @@ describe('delete', () => {
       0,
     );
     expect((await k.delete(doc.id)).json()).toEqual({ ok: true });
-    expect(await t.ctx.knowledge.storage.list(`documents/${doc.id}`)).toEqual([]);
+    // Hidden at once; its rows and files are purged in the background.
     expect((await k.get(`/documents/${doc.id}`)).statusCode).toBe(404);
     expect(await k.hits({ query: 'zebras savannah', projectId: 'del' })).toEqual([]);
+    await t.ctx.knowledge.documents.settled();
+    expect(await t.ctx.knowledge.storage.list(`documents/${doc.id}`)).toEqual([]);
     expect(await indexRowCount(t.ctx, doc.id)).toBe(0);
     expect((await k.delete(doc.id)).json()).toMatchObject({
       statusCode: 404,

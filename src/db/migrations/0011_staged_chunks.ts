@@ -10,7 +10,7 @@ import type { Database } from '../database.js';
  *   by setting `chunk_token` (one short update); the replaced chunks are purged in slices after.
  *   Chunks written before this migration have a null token, as have their documents.
  *   PostgreSQL writes a document's chunks in one MVCC transaction: the columns stay null there.
- * - Both: the index by document and run finds a run's (or a replaced version's) chunks.
+ * - (SQLite) chunk numbers unique per document and run (was: per document).
  *
  * Deleting a document hides its row first (status `deleting`, a row state the API never shows)
  * and purges its rows in slices; nothing in the schema changes for that.
@@ -18,11 +18,10 @@ import type { Database } from '../database.js';
 export async function up(db: Kysely<unknown>, driver: Database['driver']): Promise<void> {
   await sql`alter table knowledge_chunks add column run_token text`.execute(db);
   await sql`alter table knowledge_documents add column chunk_token text`.execute(db);
-  await sql`create index knowledge_chunks_run on knowledge_chunks (document_id, run_token)`.execute(
-    db,
-  );
-  if (driver === 'sqlite') {
-    // Deletions in slices look up the FTS rows by the rowids their chunks record.
-    await sql`create index knowledge_chunks_fts_rowid on knowledge_chunks (fts_rowid)`.execute(db);
-  }
+  if (driver !== 'sqlite') return;
+  // A document holds its current chunks and a run's staged ones at once: chunk numbers are
+  // unique per run (the index also finds a run's, or a replaced version's, chunks).
+  await sql`drop index knowledge_chunks_document`.execute(db);
+  await sql`create unique index knowledge_chunks_document
+    on knowledge_chunks (document_id, run_token, chunk_index)`.execute(db);
 }
