@@ -144,7 +144,9 @@ console.log(
 console.log('| /health | samples | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|');
 console.log(row('idle', idle));
 console.log(row('while indexing', busy));
-const retrievals = [`indexing: ${answered.times.length} answered, ${answered.failed} failed`];
+const answers = (label: string, r: { times: number[]; failed: number }) =>
+  `${label}: ${r.times.length} answered (p50 ${pct(r.times, 0.5)} ms, max ${pct(r.times, 1)} ms), ${r.failed} failed`;
+const retrievals = [answers('indexing', answered)];
 
 if (textMb !== null) {
   let purged = false;
@@ -161,10 +163,9 @@ if (textMb !== null) {
   const deleteAnswered = await deleteAnswering;
   console.log(row('while deleting', deleteBusy));
   retrievals.push(
-    `deleting: ${deleteAnswered.times.length} answered, ${deleteAnswered.failed} failed, ` +
-      `purged in ${((performance.now() - deleteStart) / 1000).toFixed(1)} s`,
+    `${answers('deleting', deleteAnswered)}, purged in ${((performance.now() - deleteStart) / 1000).toFixed(1)} s`,
   );
 }
-console.log(`retrievals (max ms ${pct(answered.times, 1)}): ${retrievals.join('; ')}`);
+console.log(`retrievals: ${retrievals.join('; ')}`);
 await server.close();
 rmSync(dir, { recursive: true, force: true });
