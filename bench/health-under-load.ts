@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
 
@@ -72,15 +73,37 @@ const json = { ...headers, 'content-type': 'application/json' };
 const api = `${server.address}${config.apiPrefix}/knowledge`;
 await server.ctx.knowledge.embedder.ready();
 
-async function probe(until: () => boolean, min: number): Promise<number[]> {
-  const times: number[] = [];
-  while (!until() || times.length < min) {
-    const t = performance.now();
-    await (await fetch(`${server.address}/health`)).json();
-    times.push(performance.now() - t);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return times.sort((a, b) => a - b);
+/**
+ * Polls /health from a worker thread (its own event loop: a stall of the server's loop shows as
+ * latency, where a probe on the same loop would just wake up late) until stopped, with at least
+ * `min` samples; the latencies sorted.
+ */
+function probe(min: number): { stop(): Promise<number[]> } {
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+    let stop = false;
+    parentPort.on('message', () => { stop = true; });
+    (async () => {
+      const times = [];
+      while (!stop || times.length < workerData.min) {
+        const t = performance.now();
+        await (await fetch(workerData.url)).json();
+        times.push(performance.now() - t);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      parentPort.postMessage(times);
+    })();`,
+    { eval: true, workerData: { url: `${server.address}/health`, min } },
+  );
+  const result = new Promise<number[]>((resolve) => worker.once('message', resolve));
+  return {
+    async stop() {
+      worker.postMessage('stop');
+      const times = await result;
+      await worker.terminate();
+      return times.sort((a, b) => a - b);
+    },
+  };
 }
 
 /** Retrievals asked one after another until `until`: latencies of the answered ones, failures. */
@@ -114,7 +137,7 @@ async function upload(name: string, body: string): Promise<{ id: string }> {
   return (await res.json()) as { id: string };
 }
 
-const idle = await probe(() => true, 200);
+const idle = await probe(200).stop();
 // A small document the retrievals find throughout.
 const small = await upload('penguins.md', '# Penguins\n\nPenguins huddle together in winter.');
 await fetch(`${api}/documents/${small.id}/index`, { method: 'POST', headers: json, body: '{}' });
@@ -135,8 +158,9 @@ const indexing = fetch(`${api}/documents/${doc.id}/index`, {
   };
 });
 const answering = retrieve(() => done);
-const busy = await probe(() => done, 20);
+const busyProbe = probe(20);
 const result = await indexing;
+const busy = await busyProbe.stop();
 const answered = await answering;
 console.log(
   `indexed ${result.chunkCount} chunks (${(big.body.length / 1048576).toFixed(1)} MB) in ${((performance.now() - start) / 1000).toFixed(1)} s; stages ms ${JSON.stringify(result.document.converterMeta.timings)}`,
@@ -158,8 +182,9 @@ if (textMb !== null) {
     purged = true;
   })();
   const deleteAnswering = retrieve(() => purged);
-  const deleteBusy = await probe(() => purged, 20);
+  const deleteProbe = probe(20);
   await deleting;
+  const deleteBusy = await deleteProbe.stop();
   const deleteAnswered = await deleteAnswering;
   console.log(row('while deleting', deleteBusy));
   retrievals.push(
