@@ -109,11 +109,11 @@ describe('large documents', () => {
     expect(await versions(store, doc.id)).toEqual(['oldversion', 'oldversion']);
 
     const { commit } = await commitVersion(repo, store, doc.id, chunks(3000, 'newversion', 1));
-    let pending = true;
-    void commit.finally(() => (pending = false));
+    const state = { pending: true };
+    void commit.finally(() => (state.pending = false));
     // Every read in order: which whole version it saw (scoped and unscoped searches, the list).
     const seen: string[] = [];
-    while (pending) {
+    while (state.pending) {
       seen.push(...(await versions(store, doc.id)), ...(await versions(store, undefined)));
       const length = (await store.listChunks(doc.id)).length;
       seen.push(length === 300 ? 'oldversion' : length === 3000 ? 'newversion' : `${length}`);

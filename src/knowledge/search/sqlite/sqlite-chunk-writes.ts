@@ -16,6 +16,7 @@
  * leftovers before it stages).
  */
 import type BetterSqlite3 from 'better-sqlite3';
+import { fairTurn } from '../../../turns.js';
 import type { IndexCommit, NewChunk } from '../chunk-store.js';
 import { markIndexedSql } from '../chunk-store.js';
 import { sharedLexer } from './fts5-lexer.js';
@@ -23,11 +24,16 @@ import { tokenizeChunksNow, type SearchIndexes } from './search-indexes.js';
 import type { Statements } from './statements.js';
 import type { VectorTables } from './vector-tables.js';
 
-/** Chunks per slice: a few milliseconds of writing (FTS5 tokenizes inside the insert). */
-export const SLICE = 256;
+/** Chunks written per slice: a few milliseconds (FTS5 tokenizes inside the insert). */
+export const SLICE = 128;
+/** Chunks purged per slice: FTS5 reads a row's text back to delete it, deletes cost more. */
+const PURGE_SLICE = 64;
 
-/** Lets other callbacks (requests) run between slices. */
-export const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * Between slices: a fair turn (turns.ts), so requests waiting for theirs start first; a plain
+ * immediate would let the slices take every turn's budget and starve them.
+ */
+const yieldToLoop = fairTurn;
 
 /**
  * The condition (chunks `c`, documents `d`) of rows to purge: a hidden document's, or neither
@@ -270,7 +276,7 @@ export class SqliteChunkWrites {
     }
     const select = `select c.id, c.fts_rowid, c.embedding_model, c.embedding_dimensions
       from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
-      where c.document_id = ? and ${condition} limit ${SLICE}`;
+      where c.document_id = ? and ${condition} limit ${PURGE_SLICE}`;
     while (!stop()) {
       if (this.purgeSlice(select, params) === 0) break;
       await yieldToLoop();
@@ -282,7 +288,7 @@ export class SqliteChunkWrites {
     }
   }
 
-  /** Deletes up to SLICE chunks the query finds, with their index rows; returns how many. */
+  /** Deletes up to PURGE_SLICE chunks the query finds, with their index rows; returns how many. */
   private purgeSlice(select: string, params: unknown[]): number {
     let before = 0;
     let after = 0;
