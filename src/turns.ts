@@ -45,3 +45,22 @@ export function fairTurn(): Promise<void> {
     schedule();
   });
 }
+
+/** How long sliceTurn waits for a fair turn at most. */
+const SLICE_MAX_WAIT_MS = 100;
+
+/**
+ * Between two slices of long background work (large commits and deletes): a fair turn, so
+ * requests waiting for theirs start first (a plain immediate would let the slices take every
+ * turn's budget and starve them); at most SLICE_MAX_WAIT_MS, so that work outside the turns
+ * cannot starve the slices either.
+ */
+export function sliceTurn(): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    fairTurn(),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, SLICE_MAX_WAIT_MS))),
+  ]).finally(() => {
+    clearTimeout(timer);
+  });
+}

@@ -5,7 +5,7 @@
  * N, avgD and n(t) FTS5 keeps for its bm25().
  */
 import type { PoolClient } from 'pg';
-import { fairTurn } from '../../../turns.js';
+import { sliceTurn } from '../../../turns.js';
 import { COLUMN_WEIGHTS } from '../bm25.js';
 import type { NewChunk } from '../chunk-store.js';
 import { tsvectorLiteral } from './encoding.js';
@@ -63,7 +63,7 @@ export async function keywordRows(
   const nameWords = indexWords(name);
   const rows: KeywordRows = { terms: [], tokenCounts: [] };
   for (let from = 0; from < chunks.length; from += KEYWORD_SLICE) {
-    if (from > 0) await fairTurn(); // requests waiting for a turn go first (turns.ts)
+    if (from > 0) await sliceTurn(); // requests waiting for a turn go first (turns.ts)
     const slice = chunks.slice(from, from + KEYWORD_SLICE);
     const sectionWords = slice.map((c) => indexWords(c.sectionPath));
     const contentWords = slice.map((c) => indexWords(c.content));

@@ -16,7 +16,7 @@
  * leftovers before it stages).
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { fairTurn } from '../../../turns.js';
+import { sliceTurn } from '../../../turns.js';
 import type { IndexCommit, NewChunk } from '../chunk-store.js';
 import { markIndexedSql } from '../chunk-store.js';
 import { sharedLexer } from './fts5-lexer.js';
@@ -29,11 +29,8 @@ export const SLICE = 128;
 /** Chunks purged per slice: FTS5 reads a row's text back to delete it, deletes cost more. */
 const PURGE_SLICE = 64;
 
-/**
- * Between slices: a fair turn (turns.ts), so requests waiting for theirs start first; a plain
- * immediate would let the slices take every turn's budget and starve them.
- */
-const yieldToLoop = fairTurn;
+/** Between slices (turns.ts): requests waiting for a turn start first. */
+const yieldToLoop = sliceTurn;
 
 /**
  * The condition (chunks `c`, documents `d`) of rows to purge: a hidden document's, or neither
