@@ -154,6 +154,26 @@ setTimeout(() => {
     expect(list.json.items.map((d) => d.id)).toContain(doc.id);
   }, 60_000);
 
+  it('keeps the job of a large document on a healthy instance (short lease): no stall, no take-over', async () => {
+    // ~3,400 chunks: the keyword rows of such a commit, built in one pass, held the event loop
+    // longer than the 2 s lease; the other instance took the job and failed it as "deleted".
+    const words = 'harbor lantern quartz meadow circuit orbit signal river'.split(' ');
+    const paragraphs = Array.from({ length: 3400 }, (_, i) =>
+      Array.from({ length: 150 }, (_, j) => words[(i * 7 + j * 3) % words.length]).join(' '),
+    );
+    const doc = await upload(a, 'large.txt', paragraphs.join('\n\n'));
+    const indexed = await api<{ chunkCount: number; document: Doc }>(
+      a,
+      'POST',
+      `/knowledge/documents/${doc.id}/index`,
+      { maxChars: 1200 },
+    );
+    expect(indexed.status, JSON.stringify(indexed.json)).toBe(201);
+    expect(indexed.json.chunkCount).toBeGreaterThan(3000);
+    expect(indexed.json.document).toMatchObject({ status: 'indexed', errorMessage: null });
+    for (const instance of [a, b]) expect(instance.output()).not.toContain('lease lost');
+  }, 120_000);
+
   it('finishes a job on the other instance when the one running it is killed', async () => {
     const doc = await upload(a, 'ledger.txt', 'placeholder text, converted by the slow command');
     const queued = await api<Doc>(b, 'POST', `/knowledge/documents/${doc.id}/index`, {
