@@ -3,7 +3,7 @@
  * tables below it are queried with raw SQL by their modules. Timestamps of `DB` tables are
  * ISO-8601 UTC text; the PostgreSQL-only tables use timestamptz.
  */
-import type { Kysely, Selectable } from 'kysely';
+import type { Generated, Kysely, Selectable } from 'kysely';
 
 export type AgentLevel = 'L0' | 'L1' | 'L2';
 
@@ -75,6 +75,8 @@ export interface KnowledgeDocumentsTable {
   index_token: string | null;
   /** JSON text: the parameters of the last index request (re-queued after a restart). */
   index_params: string | null;
+  /** JSON text: the document's metadata object (`{}` by default; migration 0009). */
+  metadata: Generated<string>;
   created_at: string;
   updated_at: string;
 }
