@@ -226,9 +226,7 @@ export const KnowledgeStatusSchema = Type.Object({
 // --- Document metadata, one-step, batch, text and URL ingest
 
 const IngestFields = {
-  projectId: Type.Optional(
-    Type.String({ minLength: 1, maxLength: UPLOAD_FIELD_LIMITS.projectId }),
-  ),
+  projectId: Type.Optional(Type.String({ minLength: 1, maxLength: UPLOAD_FIELD_LIMITS.projectId })),
   source: Type.Optional(Type.String({ minLength: 1, maxLength: UPLOAD_FIELD_LIMITS.source })),
   metadata: Type.Optional(MetadataSchema),
   index: Type.Optional(
@@ -292,9 +290,7 @@ const FormIndexFields = {
     }),
   ),
   commandId: Type.Optional(Type.String({ description: 'With `index`: converter command.' })),
-  maxChars: Type.Optional(
-    Type.Integer({ minimum: MAX_CHARS.minimum, maximum: MAX_CHARS.maximum }),
-  ),
+  maxChars: Type.Optional(Type.Integer({ minimum: MAX_CHARS.minimum, maximum: MAX_CHARS.maximum })),
   overlapChars: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_CHARS.maximum - 1 })),
   metadata: Type.Optional(
     Type.String({ description: 'The document metadata as a JSON object (see the document).' }),
