@@ -236,3 +236,37 @@ describe('text', () => {
     expect(await listed()).toHaveLength(before);
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents the forms, bodies and errors of the new routes', async () => {
+    type Op = {
+      requestBody?: {
+        content: Record<string, { schema: { properties?: Record<string, unknown> } }>;
+      };
+      responses: Record<string, unknown>;
+    };
+    const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json<{
+      paths: Record<string, Record<string, Op>>;
+    }>();
+    const op = (method: string, path: string) =>
+      doc.paths[`${t.prefix}/knowledge${path}`]?.[method];
+    const batch = op('post', '/documents/batch');
+    expect(batch?.requestBody?.content['multipart/form-data']?.schema.properties).toMatchObject({
+      file: { type: 'array', items: { type: 'string', format: 'binary' } },
+      index: { enum: ['true', 'false'] },
+      metadata: { type: 'string' },
+    });
+    expect(Object.keys(batch?.responses ?? {})).toEqual(expect.arrayContaining(['200', '413']));
+    const upload = op('post', '/documents/upload');
+    expect(upload?.requestBody?.content['multipart/form-data']?.schema.properties).toHaveProperty(
+      'maxChars',
+    );
+    expect(Object.keys(op('post', '/documents/url')?.responses ?? {})).toEqual(
+      expect.arrayContaining(['201', '200', '400', '403', '413', '502']),
+    );
+    expect(op('post', '/documents/text')?.requestBody?.content['application/json']).toBeDefined();
+    expect(Object.keys(op('patch', '/documents/{id}')?.responses ?? {})).toEqual(
+      expect.arrayContaining(['200', '400', '404']),
+    );
+  });
+});
