@@ -10,6 +10,7 @@ import { AppError } from '../errors.js';
 import { metadataJson, type DocumentsService, type UploadInput } from './documents.service.js';
 import type { IndexingService } from './indexing.service.js';
 import {
+  MAX_CHARS,
   MetadataSchema,
   type DocumentMetadata,
   type IndexBody,
@@ -115,11 +116,11 @@ export class IngestService {
   /** An index request's settings, with the route's messages (bounds, unknown command → 400). */
   private checkIndex(settings: IndexBody): void {
     const { maxChars, overlapChars } = settings;
-    if (maxChars !== undefined && (maxChars < 200 || maxChars > 8000)) {
-      throw invalid('maxChars must be from 200 to 8000.');
+    if (maxChars !== undefined && (maxChars < MAX_CHARS.minimum || maxChars > MAX_CHARS.maximum)) {
+      throw invalid(`maxChars must be from ${MAX_CHARS.minimum} to ${MAX_CHARS.maximum}.`);
     }
-    if (overlapChars !== undefined && overlapChars > 7999) {
-      throw invalid('overlapChars must be from 0 to 7999.');
+    if (overlapChars !== undefined && overlapChars >= MAX_CHARS.maximum) {
+      throw invalid(`overlapChars must be from 0 to ${MAX_CHARS.maximum - 1}.`);
     }
     this.deps.indexing.check(settings);
   }
