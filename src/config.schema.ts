@@ -190,6 +190,24 @@ export const ENV_SCHEMA = Type.Object({
         'JSON file of extra converter commands (argv templates with {input}/{outputDir}).',
     }),
   ),
+  KNOWLEDGE_BATCH_MAX_FILES: Type.Integer({
+    minimum: 1,
+    maximum: 10_000,
+    default: 100,
+    description: '`POST …/knowledge/documents/batch`: most file parts per request (413 above it).',
+  }),
+  KNOWLEDGE_URL_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 3_600_000,
+    default: 30_000,
+    description:
+      '`POST …/knowledge/documents/url`: the whole fetch (redirects and body) must finish within this (502 otherwise).',
+  }),
+  KNOWLEDGE_URL_ALLOW_PRIVATE: oneOf(
+    ['true', 'false'] as const,
+    'false',
+    '`true`: URL ingest may fetch private, loopback, link-local and other non-public addresses (refused with 403 otherwise).',
+  ),
   EMBEDDING_PROVIDER: oneOf(
     ['static', 'openai', 'transformers'] as const,
     'static',

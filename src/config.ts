@@ -68,6 +68,9 @@ export interface Config {
     /** Absolute path, or null for the bundled converter. */
     converterPath: string | null;
     commandsFile: string | null;
+    batchMaxFiles: number;
+    urlTimeoutMs: number;
+    urlAllowPrivate: boolean;
   };
   embedding: {
     provider: Env['EMBEDDING_PROVIDER'];
@@ -250,6 +253,9 @@ export function loadConfig(
         e.KNOWLEDGE_CONVERTER_PATH === undefined ? null : resolve(cwd, e.KNOWLEDGE_CONVERTER_PATH),
       commandsFile:
         e.KNOWLEDGE_COMMANDS_FILE === undefined ? null : resolve(cwd, e.KNOWLEDGE_COMMANDS_FILE),
+      batchMaxFiles: e.KNOWLEDGE_BATCH_MAX_FILES,
+      urlTimeoutMs: e.KNOWLEDGE_URL_TIMEOUT_MS,
+      urlAllowPrivate: e.KNOWLEDGE_URL_ALLOW_PRIVATE === 'true',
     },
     embedding: {
       provider: e.EMBEDDING_PROVIDER,

@@ -73,6 +73,11 @@ export const ERROR_CATALOGUE = {
   KNOWLEDGE_CONVERTER_FAILED: { status: 502, message: 'The converter failed.' },
   KNOWLEDGE_CONVERTER_TIMEOUT: { status: 504, message: 'The converter timed out.' },
   KNOWLEDGE_EMBEDDING_FAILED: { status: 502, message: 'Embedding the document failed.' },
+  KNOWLEDGE_URL_FORBIDDEN: {
+    status: 403,
+    message: 'The URL points to a private, loopback or otherwise non-public address.',
+  },
+  KNOWLEDGE_URL_FETCH_FAILED: { status: 502, message: 'Fetching the URL failed.' },
   KNOWLEDGE_CONVERTER_BINARY_MISSING: {
     status: 500,
     message: 'The converter binary is not installed or not executable.',

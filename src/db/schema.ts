@@ -3,7 +3,7 @@
  * tables below it are queried with raw SQL by their modules. Timestamps of `DB` tables are
  * ISO-8601 UTC text; the PostgreSQL-only tables use timestamptz.
  */
-import type { Kysely, Selectable } from 'kysely';
+import type { Generated, Kysely, Selectable } from 'kysely';
 
 export type AgentLevel = 'L0' | 'L1' | 'L2';
 
@@ -77,6 +77,8 @@ export interface KnowledgeDocumentsTable {
   index_params: string | null;
   /** SQLite (migration 0011): the run whose chunks are current (null: chunks of no run). */
   chunk_token?: string | null;
+  /** JSON text: the document's metadata object (`{}` by default; migration 0009). */
+  metadata: Generated<string>;
   created_at: string;
   updated_at: string;
 }

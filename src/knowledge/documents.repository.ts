@@ -119,6 +119,16 @@ export class DocumentsRepository {
       .execute();
   }
 
+  /** Renames and/or sets the metadata (JSON text); false when the document does not exist. */
+  async update(id: string, changes: { name?: string; metadata?: string }): Promise<boolean> {
+    const result = await this.db
+      .updateTable('knowledge_documents')
+      .set({ ...changes, updated_at: new Date().toISOString() })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   /** Document counts by status, and how many hold chunks of another model than `activeModel`. */
   async counts(
     activeModel: string,

@@ -4,7 +4,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
 import type { DocumentQuery, DocumentsRepository } from './documents.repository.js';
 import { detectFileType, safeExtension, sanitizeFileName } from './file-type.js';
-import type { KnowledgeChunk, KnowledgeDocument } from './knowledge.schemas.js';
+import {
+  METADATA_LIMITS,
+  type DocumentMetadata,
+  type KnowledgeChunk,
+  type KnowledgeDocument,
+  type PatchDocumentBody,
+} from './knowledge.schemas.js';
 import { toChunk, toDocument } from './mappers.js';
 import type { ChunkStore } from './search/chunk-store.js';
 import { documentKeys, type FileStorage, type PendingFile } from './storage/storage.js';
@@ -14,6 +20,22 @@ export interface UploadInput {
   fileName: string | undefined;
   projectId: string | undefined;
   source: string | undefined;
+  /** The document's metadata (`{}` when unset); checked by checkMetadata. */
+  metadata?: DocumentMetadata;
+  /** The type to record instead of the detected one (text ingest: `md` or `txt`). */
+  fileType?: { fileType: string; mimeType: string };
+}
+
+/** The serialised metadata, or 400 when it is over METADATA_LIMITS.bytes (the schema checks the rest). */
+export function metadataJson(metadata: DocumentMetadata | undefined): string {
+  const json = JSON.stringify(metadata ?? {});
+  if (Buffer.byteLength(json) > METADATA_LIMITS.bytes) {
+    throw new AppError(
+      'VALIDATION_ERROR',
+      `metadata must be at most ${METADATA_LIMITS.bytes} bytes as JSON.`,
+    );
+  }
+  return json;
 }
 
 export class DocumentsService {
@@ -33,13 +55,14 @@ export class DocumentsService {
   async create(input: UploadInput): Promise<{ document: KnowledgeDocument; created: boolean }> {
     const { file } = input;
     try {
+      const metadata = metadataJson(input.metadata);
       if (file.size === 0) throw new AppError('KNOWLEDGE_DOCUMENT_EMPTY');
       const projectKey = input.projectId ?? '';
       const existing = await this.repo.findByChecksum(projectKey, file.checksum);
       if (existing !== undefined) return { document: toDocument(existing), created: false };
 
       const name = sanitizeFileName(input.fileName);
-      const { fileType, mimeType } = await detectFileType(file.head, name);
+      const { fileType, mimeType } = input.fileType ?? (await detectFileType(file.head, name));
       const id = randomUUID();
       const key = documentKeys.source(id, safeExtension(fileType));
       const now = new Date().toISOString();
@@ -65,6 +88,7 @@ export class DocumentsService {
           embedding_model: null,
           index_token: null,
           index_params: null,
+          metadata,
           created_at: now,
           updated_at: now,
         });
@@ -100,6 +124,18 @@ export class DocumentsService {
   }
 
   async get(id: string): Promise<KnowledgeDocument> {
+    return toDocument(await this.getRow(id));
+  }
+
+  /** Renames the document and/or replaces its metadata (the whole object). */
+  async update(id: string, patch: PatchDocumentBody): Promise<KnowledgeDocument> {
+    const changes = {
+      ...(patch.name === undefined ? {} : { name: sanitizeFileName(patch.name) }),
+      ...(patch.metadata === undefined ? {} : { metadata: metadataJson(patch.metadata) }),
+    };
+    if (!(await this.repo.update(id, changes))) {
+      throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
+    }
     return toDocument(await this.getRow(id));
   }
 

@@ -64,6 +64,11 @@ const ORPHAN_GRACE_MS = 60_000;
 export class IndexingService {
   constructor(private readonly deps: IndexingDeps) {}
 
+  /** Checks an index request's settings without starting anything (400 when invalid). */
+  check(body: IndexBody): void {
+    indexParams(body, this.deps.commands);
+  }
+
   /** Starts an indexing run; resolves when it is done, or at once (`async`) after it is queued. */
   async index(
     id: string,

@@ -17,6 +17,7 @@ import type { EmbeddingProvider } from './embeddings/provider.js';
 import { IndexJob } from './index-job.js';
 import { IndexPipeline } from './index-pipeline.js';
 import { IndexingService } from './indexing.service.js';
+import { IngestService } from './ingest.service.js';
 import { RetrievalService } from './retrieval.service.js';
 import type { ChunkStore } from './search/chunk-store.js';
 import { SqliteChunkStore } from './search/sqlite/sqlite-chunk-store.js';
@@ -34,7 +35,10 @@ export interface KnowledgeModule {
   documents: DocumentsService;
   indexing: IndexingService;
   retrieval: RetrievalService;
+  /** One-step, batch, text and URL ingest. */
+  ingest: IngestService;
   uploadMaxBytes: number;
+  batchMaxFiles: number;
   converterStatus(): ReturnType<typeof converterStatus>;
   /**
    * Start-up, before the server listens. With `recover` (not in read-only mode): stale scratch
@@ -99,6 +103,15 @@ export async function createKnowledgeModule(
     job.cancel(id);
   });
   const retrieval = new RetrievalService(store, embedder, log);
+  const ingest = new IngestService({
+    documents,
+    indexing,
+    storage,
+    uploadMaxBytes: config.knowledge.uploadMaxBytes,
+    urlTimeoutMs: config.knowledge.urlTimeoutMs,
+    urlAllowPrivate: config.knowledge.urlAllowPrivate,
+    log,
+  });
 
   async function recover(): Promise<void> {
     const swept = await sweepScratch(scratchDir, { singleHost: queue.driver === 'memory' });
@@ -139,7 +152,9 @@ export async function createKnowledgeModule(
     documents,
     indexing,
     retrieval,
+    ingest,
     uploadMaxBytes: config.knowledge.uploadMaxBytes,
+    batchMaxFiles: config.knowledge.batchMaxFiles,
     converterStatus: () => converterStatus(config.knowledge),
     async start({ recover: shouldRecover }) {
       if (shouldRecover) await recover();

@@ -6,6 +6,25 @@ const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) =>
 
 const DocumentStatusSchema = Type.Enum(['uploaded', 'indexing', 'indexed', 'failed']);
 
+/** Bounds of a document's metadata (the serialised size is checked by the service). */
+export const METADATA_LIMITS = { keys: 64, bytes: 16 * 1024, keyLength: 200 } as const;
+
+export const MetadataSchema = Type.Record(
+  Type.String({ minLength: 1, maxLength: METADATA_LIMITS.keyLength }),
+  Type.Union([
+    Type.String(),
+    Type.Number(),
+    Type.Boolean(),
+    Type.Array(Type.String(), { maxItems: 1000 }),
+  ]),
+  {
+    maxProperties: METADATA_LIMITS.keys,
+    description:
+      'Free-form metadata of the document: at most 64 keys; values a string, a number, a boolean or an array of strings; at most 16 kB as JSON. Retrieval hits carry it as `documentMetadata`.',
+  },
+);
+export type DocumentMetadata = Static<typeof MetadataSchema>;
+
 export const DocumentSchema = Type.Object({
   id: Type.String(),
   name: Type.String({ description: 'The uploaded file name, sanitised.' }),
@@ -30,6 +49,7 @@ export const DocumentSchema = Type.Object({
   }),
   errorMessage: Nullable(Type.String()),
   embeddingModel: Nullable(Type.String()),
+  metadata: MetadataSchema,
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
 });
@@ -65,6 +85,9 @@ const HitSchema = Type.Object({
   page: Type.Union([Type.Integer(), Type.Null()]),
   content: Type.String(),
   metadata: Type.Record(Type.String(), Type.Unknown()),
+  documentMetadata: Type.Record(Type.String(), Type.Unknown(), {
+    description: "The metadata of the hit's document.",
+  }),
 });
 export type RetrievalHit = Static<typeof HitSchema>;
 
@@ -198,4 +221,112 @@ export const KnowledgeStatusSchema = Type.Object({
         'Documents whose chunks were embedded with another model: semantic search skips them, keyword search still finds them.',
     }),
   }),
+});
+
+// --- Document metadata, one-step, batch, text and URL ingest
+
+const IngestFields = {
+  projectId: Type.Optional(Type.String({ minLength: 1, maxLength: UPLOAD_FIELD_LIMITS.projectId })),
+  source: Type.Optional(Type.String({ minLength: 1, maxLength: UPLOAD_FIELD_LIMITS.source })),
+  metadata: Type.Optional(MetadataSchema),
+  index: Type.Optional(
+    Type.Boolean({
+      description:
+        'true: queue the document for indexing with the default settings (as `async: true` of the index route); the answer shows it `indexing`.',
+    }),
+  ),
+};
+
+export const TextBodySchema = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'The document name; `fileType` is `md` when it ends in `.md`, else `txt`.',
+    }),
+    text: Type.String({ description: 'The content, UTF-8; at most UPLOAD_MAX_BYTES bytes.' }),
+    ...IngestFields,
+  },
+  { additionalProperties: false },
+);
+export type TextBody = Static<typeof TextBodySchema>;
+
+export const UrlBodySchema = Type.Object(
+  {
+    url: Type.String({
+      minLength: 1,
+      maxLength: 4000,
+      description:
+        'An http(s) URL the server fetches (at most 5 redirects; private, loopback and link-local addresses refused unless KNOWLEDGE_URL_ALLOW_PRIVATE=true). Its Content-Type decides the format.',
+    }),
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'Default: the last segment of the URL path (or its host).',
+      }),
+    ),
+    ...IngestFields,
+  },
+  { additionalProperties: false },
+);
+export type UrlBody = Static<typeof UrlBodySchema>;
+
+export const PatchDocumentSchema = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Renames.' })),
+    metadata: Type.Optional(MetadataSchema),
+  },
+  { additionalProperties: false },
+);
+export type PatchDocumentBody = Static<typeof PatchDocumentSchema>;
+
+/** The index fields of the upload and batch forms (text, as form fields are). */
+const FormIndexFields = {
+  index: Type.Optional(
+    Type.Enum(['true', 'false'], {
+      description:
+        '`true`: queue the document for indexing (as `async: true` of the index route); it is answered in status `indexing`.',
+    }),
+  ),
+  commandId: Type.Optional(Type.String({ description: 'With `index`: converter command.' })),
+  maxChars: Type.Optional(Type.Integer({ minimum: MAX_CHARS.minimum, maximum: MAX_CHARS.maximum })),
+  overlapChars: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_CHARS.maximum - 1 })),
+  metadata: Type.Optional(
+    Type.String({ description: 'The document metadata as a JSON object (see the document).' }),
+  ),
+};
+
+/** The multipart form of an upload with its optional fields (OpenAPI only). */
+export const UploadFormWithIndexSchema = Type.Object({
+  ...UploadFormSchema.properties,
+  ...FormIndexFields,
+});
+
+/** The multipart form of a batch upload (OpenAPI only; parts are streamed). */
+export const BatchFormSchema = Type.Object({
+  file: Type.Array(Type.String({ format: 'binary' }), {
+    description:
+      'One or more file parts (any field name), at most KNOWLEDGE_BATCH_MAX_FILES; each becomes a document as if uploaded alone.',
+  }),
+  projectId: UploadFormSchema.properties.projectId,
+  source: UploadFormSchema.properties.source,
+  ...FormIndexFields,
+});
+
+export const BatchResultSchema = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      name: Type.String({ description: 'The file name as sent.' }),
+      status: Type.Integer({
+        description:
+          'The HTTP status this file alone would have had: 201 created, 200 duplicate, 400, 413, …',
+      }),
+      document: Type.Optional(DocumentSchema),
+      error: Type.Optional(
+        Type.Object({ statusCode: Type.Integer(), code: Type.String(), message: Type.String() }),
+      ),
+    }),
+    { description: 'One item per file part, in the order of the parts.' },
+  ),
 });

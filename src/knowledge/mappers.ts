@@ -9,6 +9,11 @@ function parseObject(text: string | null): Record<string, unknown> | null {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : null;
 }
 
+/** A document's metadata column (JSON text, `{}` by default). */
+function parseMetadata(text: string): KnowledgeDocument['metadata'] {
+  return (parseObject(text) ?? {}) as KnowledgeDocument['metadata'];
+}
+
 export function toDocument(row: DocumentRow): KnowledgeDocument {
   return {
     id: row.id,
@@ -27,6 +32,7 @@ export function toDocument(row: DocumentRow): KnowledgeDocument {
     converterMeta: parseObject(row.converter_meta),
     errorMessage: row.error_message,
     embeddingModel: row.embedding_model,
+    metadata: parseMetadata(row.metadata),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -60,5 +66,6 @@ export function toHit(row: ChunkHit, score: number): RetrievalHit {
     page: row.page,
     content: row.content,
     metadata: parseObject(row.metadata) ?? {},
+    documentMetadata: parseObject(row.document_metadata) ?? {},
   };
 }

@@ -62,6 +62,9 @@ export function knowledgeConfig(overrides: Partial<Config['knowledge']> = {}): C
     converterMaxOutputBytes: 64 * 1024 * 1024,
     converterPath: null,
     commandsFile: null,
+    batchMaxFiles: 100,
+    urlTimeoutMs: 30_000,
+    urlAllowPrivate: false,
     ...overrides,
   };
 }

@@ -102,6 +102,8 @@ export type ChunkHit = ChunkRow & {
   document_name: string;
   project_id: string | null;
   source: string;
+  /** The document's metadata, JSON text. */
+  document_metadata: string;
 };
 
 /** What one retrieval asks of the store. */

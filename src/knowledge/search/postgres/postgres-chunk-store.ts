@@ -293,7 +293,8 @@ export class PostgresChunkStore implements ChunkStore {
   private async hits(client: PoolClient, chunkIds: string[]): Promise<ChunkHit[]> {
     if (chunkIds.length === 0) return [];
     const { rows } = await client.query<ChunkHit>(
-      `select c.*, d.name as document_name, d.project_id as project_id, d.source as source
+      `select c.*, d.name as document_name, d.project_id as project_id, d.source as source,
+         d.metadata as document_metadata
        from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
        where c.id = any($1::text[])`,
       [chunkIds],

@@ -241,7 +241,8 @@ export class SqliteChunkStore implements ChunkStore {
   private hits(chunkIds: string[]): ChunkHit[] {
     if (chunkIds.length === 0) return [];
     return this.statement(
-      `select c.*, d.name as document_name, d.project_id as project_id, d.source as source
+      `select c.*, d.name as document_name, d.project_id as project_id, d.source as source,
+         d.metadata as document_metadata
        from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
        where c.id in (select value from json_each(?)) and ${CURRENT}`,
     ).all(JSON.stringify(chunkIds)) as ChunkHit[];
