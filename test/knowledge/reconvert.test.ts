@@ -2,6 +2,7 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { allGone } from '../converter/helpers.js';
 import { tempDir } from '../helpers.js';
 import { knowledgeApp } from './helpers.js';
 
@@ -88,5 +89,17 @@ describe('re-indexing without re-converting', () => {
     } finally {
       await t.close();
     }
+  });
+
+  it('closing the server stops its converter workers', async () => {
+    const { t, k } = await knowledgeApp({ QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: '2' });
+    const docs = await Promise.all(
+      ['a', 'b'].map((n) => k.uploadOk(`${n}.md`, `# ${n}\n\nText ${n} about puffins.`)),
+    );
+    await Promise.all(docs.map((d) => k.indexOk(d.id)));
+    const pids = (t.ctx.knowledge.converter.pool?.workers() ?? []).map((w) => w.pid);
+    expect(pids.length).toBeGreaterThan(0);
+    await t.close();
+    expect(await allGone(pids)).toBe(true);
   });
 });
