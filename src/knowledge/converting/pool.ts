@@ -120,8 +120,19 @@ class Worker {
     const output = (chunk: Buffer) => this.onOutput?.(chunk.length, chunk);
     this.child.stdout?.on('data', (chunk: Buffer) => this.onOutput?.(chunk.length, null));
     this.child.stderr?.on('data', output);
-    // Neither the worker nor a helper of it keeps the server's event loop alive.
+    this.release();
+  }
+
+  /** While it runs a job (or starts), the worker keeps this process's event loop alive. */
+  hold(): void {
+    this.child.ref();
+    this.child.channel?.ref();
+  }
+
+  /** An idle worker does not keep this process alive (the exit hook of process.ts kills it). */
+  release(): void {
     this.child.unref();
+    this.child.channel?.unref();
   }
 
   get alive(): boolean {
@@ -129,6 +140,7 @@ class Worker {
   }
 
   kill(): Promise<void> {
+    if (!this.isExited) this.hold(); // so a caller awaiting the exit is not left behind
     if (this.pid > 0) killGroup(this.pid);
     else this.child.kill('SIGKILL');
     return this.exited;
@@ -223,6 +235,7 @@ export class ConverterPool {
   async run(job: PoolJob, opts: PoolRunOptions): Promise<PoolOutcome> {
     opts.signal?.throwIfAborted();
     const worker = await this.acquire();
+    worker.hold();
     try {
       if (!(await worker.ready)) {
         // It died on start (e.g. killed from outside): one fresh attempt with another.
@@ -238,6 +251,15 @@ export class ConverterPool {
   }
 
   private async runOn(worker: Worker, job: PoolJob, opts: PoolRunOptions): Promise<PoolOutcome> {
+    worker.hold();
+    try {
+      return await this.runHeld(worker, job, opts);
+    } finally {
+      worker.release();
+    }
+  }
+
+  private async runHeld(worker: Worker, job: PoolJob, opts: PoolRunOptions): Promise<PoolOutcome> {
     if (!(await worker.ready)) {
       this.discard(worker);
       throw new Error('the converter worker could not be started');
