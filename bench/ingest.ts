@@ -33,6 +33,7 @@ const { values } = parseArgs({
     'index-concurrency': { type: 'string', default: '2' },
     'overhead-docs': { type: 'string', default: '200' },
     'before-docs': { type: 'string', default: '100' },
+    'cpu-prof': { type: 'string' },
   },
 });
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
@@ -145,9 +146,36 @@ async function pooledRun<T>(items: T[], concurrency: number, work: (item: T) => 
   return (performance.now() - start) / 1000;
 }
 
-function startServer(dataDir: string, env: Record<string, string>): Promise<ServerProcess> {
+/** A script that profiles `dist/cli.js` (NODE_OPTIONS may not carry --cpu-prof). */
+function profilingCli(dir: string, out: string): string {
+  const path = join(dir, 'profiled-cli.mjs');
+  writeFileSync(
+    path,
+    `import { Session } from 'node:inspector';
+import { writeFileSync } from 'node:fs';
+const session = new Session();
+session.connect();
+session.post('Profiler.enable');
+session.post('Profiler.start');
+process.once('exit', () => {
+  session.post('Profiler.stop', (error, result) => {
+    if (!error) writeFileSync(${JSON.stringify(out)}, JSON.stringify(result.profile));
+  });
+});
+process.argv.splice(1, 1, ${JSON.stringify(CLI)});
+await import(${JSON.stringify(CLI)});
+`,
+  );
+  return path;
+}
+
+function startServer(
+  dataDir: string,
+  env: Record<string, string>,
+  cli = CLI,
+): Promise<ServerProcess> {
   return startServerProcess(
-    CLI,
+    cli,
     {
       DATA_DIR: dataDir,
       LOG_LEVEL: 'error',
@@ -178,7 +206,10 @@ function workerRss(serverPid: number): { workers: number; bytes: number } {
 
 async function http(docs: Abstract[], concurrency: number, env: Record<string, string>) {
   const dataDir = mkdtempSync(join(tmpdir(), 'aps-bench-ingest-data-'));
-  const server = await startServer(dataDir, env);
+  const profile = values['cpu-prof'];
+  const pooled = Object.keys(env).length === 0;
+  const cli = profile !== undefined && pooled ? profilingCli(dataDir, resolve(profile)) : CLI;
+  const server = await startServer(dataDir, env, cli);
   try {
     // The embedding model loads in the background at start: wait until it indexes a document.
     const warm = await upload(server.base, { name: 'warm.md', text: '# Warm\n\nwarm up.\n' });

@@ -14,32 +14,17 @@
  * The worker exits when the channel closes (the server went away or let it go).
  */
 import { performance } from 'node:perf_hooks';
-import { CONVERTER_NAME, EXIT_CODES, type ExitCode } from './contract.js';
+import {
+  CONVERTER_NAME,
+  EXIT_CODES,
+  type ExitCode,
+  type WorkerJob,
+  type WorkerMessage,
+} from './contract.js';
 import { COMMANDS, type CommandName } from './convert-file.js';
 import { loadedBinaryFormats } from './formats/binary.js';
 import { resolveLanguages } from './formats/ocr.js';
 import { convertToDir, exitCodeOf } from './job.js';
-
-export interface WorkerJob {
-  type: 'job';
-  id: number;
-  file: string;
-  outputDir: string;
-  command: string;
-  lang: string;
-}
-
-export type WorkerMessage =
-  | { type: 'ready' }
-  | { type: 'progress'; id: number; done: number; total: number }
-  | {
-      type: 'done';
-      id: number;
-      code: ExitCode;
-      stderr: string;
-      rss: number;
-      loaded: string[];
-    };
 
 function send(message: WorkerMessage): void {
   process.send?.(message);

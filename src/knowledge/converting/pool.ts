@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import type { WorkerJob, WorkerMessage } from '../../converter/worker.js';
+import type { WorkerJob, WorkerMessage } from '../../converter/contract.js';
 import {
   killGroup,
   Tail,
@@ -151,10 +151,11 @@ class Worker {
     const started = performance.now();
     const stderr = new Tail(CAPTURE_BYTES);
     let outputBytes = 0;
-    let stopped: StopReason | null = null;
+    // An object: set by callbacks, which flow analysis does not follow.
+    const state: { stopped: StopReason | null } = { stopped: null };
     const stop = (reason: StopReason) => {
-      if (stopped !== null || this.isExited) return;
-      stopped = reason;
+      if (state.stopped !== null || this.isExited) return;
+      state.stopped = reason;
       void this.kill();
     };
     const timer = setTimeout(() => {
@@ -203,6 +204,7 @@ class Worker {
     this.onOutput = null;
     this.onExit = null;
     this.jobs += 1;
+    let { stopped } = state;
     if (stopped !== null) await this.exited;
     const text = stderr.text() + result.stderr;
     outputBytes += Buffer.byteLength(result.stderr);
