@@ -41,7 +41,10 @@ function storedKey(doc: DocumentRow): string | null {
 
 /** The result of converting, with its key recorded (it ends up in `converter_meta`). */
 export function withConversionKey(converted: ConverterResult, key: string): ConverterResult {
-  if (converted.meta === null) return converted;
+  if (converted.meta === null) {
+    // A tool that wrote no meta.json: only the key is recorded (the commit adds the rest).
+    return { ...converted, meta: { conversionKey: key } as unknown as ConverterResult['meta'] };
+  }
   return {
     ...converted,
     meta: { ...converted.meta, conversionKey: key } as ConverterResult['meta'],

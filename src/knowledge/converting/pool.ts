@@ -53,6 +53,14 @@ export interface PoolOutcome extends ProcessOutcome {
   loaded: string[];
 }
 
+/** A worker exited before it was ready, twice in a row: the converter cannot start. */
+export class WorkerStartError extends Error {
+  constructor() {
+    super('the converter worker could not be started');
+    this.name = 'WorkerStartError';
+  }
+}
+
 const CAPTURE_BYTES = 64 * 1024;
 const PAGE_BYTES = 4096;
 
@@ -264,7 +272,7 @@ export class ConverterPool {
   private async runHeld(worker: Worker, job: PoolJob, opts: PoolRunOptions): Promise<PoolOutcome> {
     if (!(await worker.ready)) {
       this.discard(worker);
-      throw new Error('the converter worker could not be started');
+      throw new WorkerStartError();
     }
     const outcome = await worker.run(job, this.nextId++, opts, this.options);
     const spent =

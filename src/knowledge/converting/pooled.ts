@@ -6,8 +6,10 @@
 import type { Config } from '../../config.js';
 import type { ConverterCommand } from './commands.js';
 import { bundledConverterPath } from './commands.js';
-import { ConverterPool } from './pool.js';
+import { AppError } from '../../errors.js';
+import { ConverterPool, WorkerStartError, type PoolOutcome } from './pool.js';
 import {
+  checkScript,
   childEnv,
   collectOutput,
   prepareRun,
@@ -60,10 +62,19 @@ export function createPooledConverter(config: Config['knowledge']): PooledConver
     if (name === null) return runConverter(command, input, outputDir, opts);
     opts.signal?.throwIfAborted();
     const values = await prepareRun(input, outputDir);
-    const outcome = await pool.run(
-      { file: values.input, outputDir: values.outputDir, command: name, lang: 'eng' },
-      opts,
-    );
+    await checkScript(command); // a missing dist/ is reported as such
+    let outcome: PoolOutcome;
+    try {
+      outcome = await pool.run(
+        { file: values.input, outputDir: values.outputDir, command: name, lang: 'eng' },
+        opts,
+      );
+    } catch (error) {
+      if (!(error instanceof WorkerStartError)) throw error;
+      throw new AppError('KNOWLEDGE_CONVERTER_FAILED', 'The converter could not be started.', {
+        cause: error,
+      });
+    }
     return collectOutput(command, values.outputDir, outcome, {
       ...opts,
       maxRssBytes: config.converterWorkerMaxMemoryMb * 1024 * 1024,

@@ -117,7 +117,7 @@ async function readMeta(outputDir: string): Promise<ConverterMeta | null> {
  * A JavaScript converter runs as `node <script>`: spawning Node succeeds even when the script is
  * missing (e.g. `dist/` was never built), so its absence is checked here to report it as such.
  */
-async function checkScript(command: ConverterCommand): Promise<void> {
+export async function checkScript(command: ConverterCommand): Promise<void> {
   const [program, script] = command.argv;
   if (program !== process.execPath || script === undefined || !/\.(?:c|m)?js$/i.test(script))
     return;
