@@ -177,6 +177,19 @@ export const ENV_SCHEMA = Type.Object({
     default: 64 * 1024 * 1024,
     description: 'Largest markdown (and stdout/stderr) a converter may produce.',
   }),
+  CONVERTER_WORKER_MAX_JOBS: Type.Integer({
+    minimum: 1,
+    maximum: 1_000_000,
+    default: 500,
+    description: 'A pooled converter worker is replaced after this many jobs.',
+  }),
+  CONVERTER_WORKER_MAX_MEMORY_MB: Type.Integer({
+    minimum: 128,
+    maximum: 65_536,
+    default: 2048,
+    description:
+      'Memory limit of a pooled converter worker (heap and resident size); above it the worker is killed.',
+  }),
   KNOWLEDGE_CONVERTER_PATH: Type.Optional(
     Type.String({
       minLength: 1,

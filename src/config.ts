@@ -65,6 +65,10 @@ export interface Config {
     indexConcurrency: number;
     converterTimeoutMs: number;
     converterMaxOutputBytes: number;
+    /** Jobs after which a pooled converter worker is replaced. */
+    converterWorkerMaxJobs: number;
+    /** Memory limit of a pooled converter worker, in MiB. */
+    converterWorkerMaxMemoryMb: number;
     /** Absolute path, or null for the bundled converter. */
     converterPath: string | null;
     commandsFile: string | null;
@@ -249,6 +253,8 @@ export function loadConfig(
       indexConcurrency: e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY,
       converterTimeoutMs: e.CONVERTER_TIMEOUT_MS,
       converterMaxOutputBytes: e.CONVERTER_MAX_OUTPUT_BYTES,
+      converterWorkerMaxJobs: e.CONVERTER_WORKER_MAX_JOBS,
+      converterWorkerMaxMemoryMb: e.CONVERTER_WORKER_MAX_MEMORY_MB,
       converterPath:
         e.KNOWLEDGE_CONVERTER_PATH === undefined ? null : resolve(cwd, e.KNOWLEDGE_CONVERTER_PATH),
       commandsFile:

@@ -12,10 +12,11 @@
  * APS_CONVERT_MAX_PAGES (default 2000) — PDFs and TIFFs with more pages exit TOO_LARGE;
  * APS_CONVERT_MAX_PIXELS (default 40 million) — larger images exit TOO_LARGE, larger PDF pages
  * are rendered at a lower resolution.
+ *
+ * `aps-convert --worker`: the server's converter pool (knowledge/converting/pool.ts) starts it
+ * with an IPC channel and sends it job after job; see worker.ts for the protocol.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Command, CommanderError, Option } from 'commander';
 import {
@@ -23,53 +24,15 @@ import {
   CONVERTER_VERSION,
   EXIT_CODES,
   EXIT_LABELS,
-  MARKDOWN_FILE,
-  META_FILE,
   type ExitCode,
 } from './contract.js';
-import {
-  COMMANDS,
-  convertFile,
-  DEFAULT_MAX_INPUT_BYTES,
-  type CommandName,
-} from './convert-file.js';
-import { DEFAULT_LIMITS, type ConvertLimits } from './formats/binary-types.js';
+import { COMMANDS, type CommandName } from './convert-file.js';
 import { ConvertError } from './formats/convert-error.js';
+import { convertToDir, exitCodeOf } from './job.js';
 import { resolveLanguages } from './formats/ocr.js';
 
 function report(label: string, message: string): void {
   process.stderr.write(`${CONVERTER_NAME}: ${label}: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
-}
-
-/** A positive integer from the environment, else `fallback`; anything else is a usage error. */
-function envInteger(name: string, fallback: number): number {
-  const raw = process.env[name]?.trim();
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new ConvertError(EXIT_CODES.USAGE, `${name} must be a positive integer (got "${raw}")`);
-  }
-  return value;
-}
-
-function limits(): ConvertLimits {
-  return {
-    ...DEFAULT_LIMITS,
-    maxPages: envInteger('APS_CONVERT_MAX_PAGES', DEFAULT_LIMITS.maxPages),
-    maxPixels: envInteger('APS_CONVERT_MAX_PIXELS', DEFAULT_LIMITS.maxPixels),
-  };
-}
-
-/** Write to a temporary name, then rename: a reader never sees a half-written file. */
-async function writeAtomic(path: string, data: string): Promise<void> {
-  const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    await writeFile(temp, data, 'utf8');
-    await rename(temp, path);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
 }
 
 interface Parsed {
@@ -131,38 +94,22 @@ async function main(argv: string[]): Promise<ExitCode> {
   const started = performance.now();
   const args = parseArgs(argv);
   if (args === null) return EXIT_CODES.OK;
-  const { markdown, meta } = await convertFile(args.file, {
-    command: args.command,
-    maxInputBytes: envInteger('APS_CONVERT_MAX_INPUT_BYTES', DEFAULT_MAX_INPUT_BYTES),
-    lang: args.lang,
-    limits: limits(),
-  });
-  for (const warning of meta.warnings) report('warning', warning);
-
-  const writeStart = performance.now();
-  await mkdir(args.outputDir, { recursive: true });
-  // document.md first: once it exists the conversion is complete; meta.json is optional extra.
-  await writeAtomic(join(args.outputDir, MARKDOWN_FILE), markdown);
-  meta.timings.write = Math.round((performance.now() - writeStart) * 10) / 10;
-  meta.timings.total = Math.round((performance.now() - started) * 10) / 10;
-  await writeAtomic(join(args.outputDir, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+  await convertToDir(args, { report }, started);
   return EXIT_CODES.OK;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    if (error instanceof ConvertError) {
-      if (!error.reported) report(EXIT_LABELS[error.exitCode], error.message);
-      process.exitCode = error.exitCode;
-    } else {
-      report(
-        EXIT_LABELS[EXIT_CODES.FAILED],
-        error instanceof Error ? error.message : String(error),
-      );
-      process.exitCode = EXIT_CODES.FAILED;
-    }
-  },
-);
+if (process.argv[2] === '--worker') {
+  // Worker mode: jobs over the IPC channel of the server that started it (worker.ts).
+  void import('./worker.js').then((worker) => {
+    worker.runWorker();
+  });
+} else {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.exitCode = exitCodeOf(error, report);
+    },
+  );
+}

@@ -74,3 +74,25 @@ export function pageMarker(page: number): string {
   if (!Number.isSafeInteger(page) || page < 1) throw new RangeError(`invalid page: ${page}`);
   return `<!-- page: ${page} -->`;
 }
+
+/** A job sent to `aps-convert --worker` over its IPC channel (see converter/worker.ts). */
+export interface WorkerJob {
+  type: 'job';
+  id: number;
+  file: string;
+  outputDir: string;
+  command: string;
+  lang: string;
+}
+
+export type WorkerMessage =
+  | { type: 'ready' }
+  | { type: 'progress'; id: number; done: number; total: number }
+  | {
+      type: 'done';
+      id: number;
+      code: ExitCode;
+      stderr: string;
+      rss: number;
+      loaded: string[];
+    };

@@ -44,6 +44,8 @@ interface ConvertFileOptions {
   lang?: string;
   /** Page and pixel limits of binary formats (default DEFAULT_LIMITS). */
   limits?: ConvertLimits;
+  /** Pages done / page count of paged formats (PDF pages, image frames), after each page. */
+  onProgress?: (done: number, total: number) => void;
 }
 
 interface ConvertFileResult {
@@ -146,6 +148,7 @@ export async function convertFile(
         command: options.command,
         lang: options.lang ?? 'eng',
         limits: options.limits ?? DEFAULT_LIMITS,
+        onProgress: options.onProgress,
       }),
     );
     return binaryResult(detection.format, conversion, options.command, timings);

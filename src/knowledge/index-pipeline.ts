@@ -19,6 +19,7 @@ import type { DocumentRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { chunkMarkdown, type Chunk } from './chunker.js';
 import type { ConverterCommand } from './converting/commands.js';
+import { conversionKey, reusableMarkdown, withConversionKey } from './converting/conversion-key.js';
 import type { runConverter } from './converting/runner.js';
 import type { DocumentsRepository } from './documents.repository.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
@@ -135,21 +136,28 @@ export class IndexPipeline {
     return row;
   }
 
-  /** Stage 1: the converter on a local copy of the source file. */
-  private convert(
+  /**
+   * Stage 1: the converter on a local copy of the source file — or, when the stored markdown
+   * was converted with the same conversion key (conversion-key.ts), that markdown again.
+   */
+  private async convert(
     doc: DocumentRow,
     command: ConverterCommand,
     outputDir: string,
     signal: AbortSignal,
   ): Promise<Converted> {
     const { storage, config } = this.deps;
-    return storage.withLocalFile(doc.file_path, (source) =>
+    const key = conversionKey(command, doc.checksum);
+    const reused = await reusableMarkdown(doc, key, storage, this.deps.log);
+    if (reused !== null) return reused;
+    const converted = await storage.withLocalFile(doc.file_path, (source) =>
       this.deps.convert(command, source, outputDir, {
         timeoutMs: config.converterTimeoutMs,
         maxOutputBytes: config.converterMaxOutputBytes,
         signal,
       }),
     );
+    return withConversionKey(converted, key);
   }
 
   /** Stage 2: chunks of the markdown, with their vectors. */

@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { JobQueue } from '../queue/queue.js';
 import { converterStatus, loadCommands, type ConverterCommand } from './converting/commands.js';
-import { runConverter } from './converting/runner.js';
+import { createPooledConverter, type PooledConverter } from './converting/pooled.js';
 import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
@@ -39,6 +39,8 @@ export interface KnowledgeModule {
   ingest: IngestService;
   uploadMaxBytes: number;
   batchMaxFiles: number;
+  /** The convert function indexing uses, and the bundled converter's worker pool. */
+  converter: PooledConverter;
   converterStatus(): ReturnType<typeof converterStatus>;
   /**
    * Start-up, before the server listens. With `recover` (not in read-only mode): stale scratch
@@ -85,13 +87,14 @@ export async function createKnowledgeModule(
   const repo = new DocumentsRepository(database.db);
   const store = await createChunkStore(database);
   const commands = loadCommands(config.knowledge);
+  const converter = createPooledConverter(config.knowledge);
   const pipeline = new IndexPipeline({
     repo,
     store,
     storage,
     embedder,
     commands,
-    convert: runConverter,
+    convert: converter.convert,
     config: config.knowledge,
     scratchDir,
     log,
@@ -169,9 +172,10 @@ export async function createKnowledgeModule(
       if (!search.loaded && search.started && !search.loading) void warmSearch();
       return search.loaded;
     },
-    close: async () => {
+    converter,
+    async close() {
       await documents.close();
-      await embedder.close();
+      await Promise.all([embedder.close(), converter.close()]);
     },
   };
 }

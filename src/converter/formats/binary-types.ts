@@ -31,6 +31,8 @@ export interface BinaryConvertOptions {
   /** Tesseract language(s), e.g. `eng` or `eng+deu`. */
   lang: string;
   limits: ConvertLimits;
+  /** Called after each page (PDF page, image frame) with pages done and the page count. */
+  onProgress?: (done: number, total: number) => void;
 }
 
 export interface BinaryConversion {

@@ -42,9 +42,18 @@ export function isBinaryFormat(format: string): boolean {
   return Object.hasOwn(LOADERS, format);
 }
 
+const loaded = new Set<string>();
+
+/** The binary formats whose converter this process has loaded (the worker reports them). */
+export function loadedBinaryFormats(): string[] {
+  return [...loaded];
+}
+
 /** The converter for `format`; throws for a format `isBinaryFormat` rejects (a caller bug). */
 export async function loadBinaryConverter(format: string): Promise<BinaryConverter> {
   const loader = Object.hasOwn(LOADERS, format) ? LOADERS[format] : undefined;
   if (loader === undefined) throw new Error(`no converter registered for ${format}`);
-  return loader();
+  const converter = await loader();
+  loaded.add(format);
+  return converter;
 }

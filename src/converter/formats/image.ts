@@ -275,6 +275,7 @@ export const convertImage: BinaryConverter = async (path, options) => {
       const markdown = isBlank(image) ? '' : await ocr.recognize(page, image);
       found ||= markdown !== '';
       parts.push(markdown);
+      options.onProgress?.(page, frames.length);
     }
   } finally {
     await ocr.close();

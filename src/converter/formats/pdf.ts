@@ -133,7 +133,7 @@ function pageList(pages: number[]): string {
 }
 
 /** PDF → markdown with a page marker before every page; the binary converter for `pdf`. */
-export const convertPdf: BinaryConverter = async (path, { command, lang, limits }) => {
+export const convertPdf: BinaryConverter = async (path, { command, lang, limits, onProgress }) => {
   const timings: Record<string, number> = {};
   const started = performance.now();
   const doc = await openPdf(new Uint8Array(await readFile(path)), limits);
@@ -170,6 +170,7 @@ export const convertPdf: BinaryConverter = async (path, { command, lang, limits 
       } finally {
         page?.cleanup();
       }
+      onProgress?.(n, count);
     }
   } finally {
     await run.ocr.close();

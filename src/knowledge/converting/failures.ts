@@ -66,7 +66,7 @@ function stderrDetail(stderr: string, builtin: boolean): string {
 export function failure(
   outcome: ProcessOutcome,
   command: ConverterCommand,
-  limits: { timeoutMs: number; maxOutputBytes: number },
+  limits: { timeoutMs: number; maxOutputBytes: number; maxRssBytes?: number },
 ): AppError {
   const builtin = command.builtin === true;
   const detail = stderrDetail(outcome.stderr, builtin);
@@ -83,6 +83,12 @@ export function failure(
     return new AppError(
       'KNOWLEDGE_CONVERTER_FAILED',
       `The converter printed more than ${mib(limits.maxOutputBytes)} of output and was stopped.`,
+    );
+  }
+  if (outcome.stopped === 'memory') {
+    return new AppError(
+      'KNOWLEDGE_CONVERTER_FAILED',
+      `The converter used more than ${mib(limits.maxRssBytes ?? 0)} of memory and was stopped.`,
     );
   }
   if (outcome.signal !== null) {

@@ -10,7 +10,8 @@ const CAPTURE_BYTES = 64 * 1024;
 /** After the child exits, how long its pipes may stay open (held by an escaped grandchild). */
 const PIPE_GRACE_MS = 2000;
 
-type StopReason = 'timeout' | 'aborted' | 'overflow';
+/** `memory`: a pooled worker outgrew its memory limit (pool.ts). */
+export type StopReason = 'timeout' | 'aborted' | 'overflow' | 'memory';
 
 /** How a run ended, with the tail of what it printed. */
 export interface ProcessOutcome {
@@ -47,7 +48,7 @@ export class SpawnError extends Error {
 }
 
 /** Keeps the last `limit` bytes of a stream without ever holding much more than that. */
-class Tail {
+export class Tail {
   private chunks: Buffer[] = [];
   private size = 0;
   constructor(private readonly limit: number) {}
@@ -72,7 +73,8 @@ class Tail {
 const running = new Set<number>();
 let exitHookInstalled = false;
 
-function killGroup(pid: number): void {
+/** Kills the process group led by `pid` (the child and anything it started). */
+export function killGroup(pid: number): void {
   try {
     // Windows has no process groups; there only the child itself can be killed.
     if (process.platform === 'win32') process.kill(pid, 'SIGKILL');
@@ -80,6 +82,16 @@ function killGroup(pid: number): void {
   } catch {
     // ESRCH: the group is gone already.
   }
+}
+
+/** Marks a detached child (a pooled worker) to be killed if this process exits first. */
+export function trackGroup(pid: number): void {
+  installExitHook();
+  running.add(pid);
+}
+
+export function untrackGroup(pid: number): void {
+  running.delete(pid);
 }
 
 function installExitHook(): void {

@@ -12,15 +12,21 @@ import { failure } from './failures.js';
 import { parseMeta } from './meta.js';
 import { runProcess, SpawnError, type ProcessOutcome } from './process.js';
 
-interface RunConverterOptions {
+export interface RunConverterOptions {
   timeoutMs: number;
   /** Largest markdown file, and largest stdout + stderr, accepted from the converter. */
   maxOutputBytes: number;
   /** Aborting kills the process tree; the call then rejects with `signal.reason`. */
   signal?: AbortSignal;
+  /**
+   * Pages converted so far while a paged format (PDF, OCR'd images) is converted; `total` null
+   * when unknown. Only the pooled bundled converter reports it (pool.ts); a process per run
+   * has no channel for it.
+   */
+  onProgress?: (progress: { done: number; total: number | null }) => void;
 }
 
-interface ConverterResult {
+export interface ConverterResult {
   markdown: string;
   meta: ConverterMeta | null;
   /** The tail of the converter's stderr (warnings, diagnostics). */
@@ -47,7 +53,7 @@ export function substituteArgv(
   );
 }
 
-function childEnv(): NodeJS.ProcessEnv {
+export function childEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !SECRET_ENV.test(k)));
 }
 
@@ -111,7 +117,7 @@ async function readMeta(outputDir: string): Promise<ConverterMeta | null> {
  * A JavaScript converter runs as `node <script>`: spawning Node succeeds even when the script is
  * missing (e.g. `dist/` was never built), so its absence is checked here to report it as such.
  */
-async function checkScript(command: ConverterCommand): Promise<void> {
+export async function checkScript(command: ConverterCommand): Promise<void> {
   const [program, script] = command.argv;
   if (program !== process.execPath || script === undefined || !/\.(?:c|m)?js$/i.test(script))
     return;
@@ -127,6 +133,20 @@ async function checkScript(command: ConverterCommand): Promise<void> {
   }
 }
 
+/** Absolute paths, and an output directory without a previous run's files. */
+export async function prepareRun(
+  input: string,
+  outputDir: string,
+): Promise<{ input: string; outputDir: string }> {
+  // Absolute paths: the child runs in outputDir, and a name starting with `-` stays a file name.
+  const values = { input: resolve(input), outputDir: resolve(outputDir) };
+  await mkdir(values.outputDir, { recursive: true });
+  await Promise.all(
+    [MARKDOWN_FILE, META_FILE].map((f) => rm(join(values.outputDir, f), { force: true })),
+  );
+  return values;
+}
+
 /**
  * Runs `command` on `input`, writing into `outputDir` (created if missing). Resolves with the
  * markdown; rejects with an AppError (or `signal.reason` when aborted). Never leaves a process.
@@ -138,13 +158,7 @@ export async function runConverter(
   opts: RunConverterOptions,
 ): Promise<ConverterResult> {
   opts.signal?.throwIfAborted();
-  // Absolute paths: the child runs in outputDir, and a name starting with `-` stays a file name.
-  const values = { input: resolve(input), outputDir: resolve(outputDir) };
-  await mkdir(values.outputDir, { recursive: true });
-  await Promise.all(
-    [MARKDOWN_FILE, META_FILE].map((f) => rm(join(values.outputDir, f), { force: true })),
-  );
-
+  const values = await prepareRun(input, outputDir);
   await checkScript(command);
   let outcome: ProcessOutcome;
   try {
@@ -164,6 +178,20 @@ export async function runConverter(
       { cause: error },
     );
   }
+  return collectOutput(command, values.outputDir, outcome, opts);
+}
+
+/**
+ * What a finished run left: the markdown (and meta) of `outputDir`, or the AppError for its
+ * outcome. Shared by a process per run (above) and the worker pool (pool.ts).
+ */
+export async function collectOutput(
+  command: ConverterCommand,
+  outputDir: string,
+  outcome: ProcessOutcome,
+  opts: RunConverterOptions & { maxRssBytes?: number },
+): Promise<ConverterResult> {
+  const values = { outputDir };
   if (outcome.stopped === 'aborted') opts.signal?.throwIfAborted();
   if (outcome.stopped !== null || outcome.signal !== null || outcome.code !== 0) {
     throw failure(outcome, command, opts);

@@ -1,0 +1,278 @@
+/**
+ * `npm run bench:ingest [-- --docs 5183 --concurrency 8 --overhead-docs 200 --before-docs 100]`:
+ * ingestion throughput (issue 12).
+ *
+ * (a) Per-document overhead of the bundled converter on a small markdown file, both ways in one
+ *     run: one `aps-convert` process per run (the old path, still used for external commands) and
+ *     the worker pool (knowledge/converting/pool.ts). Sequential, wall-clock per document.
+ * (b) SciFact's abstracts (../shared/datasets/scifact/corpus.jsonl, read in place; one document
+ *     per abstract, `# title` + text) through HTTP against a real server process (SQLite, static
+ *     embeddings) with `--concurrency` clients: first every abstract uploaded alone (uploads-alone
+ *     rate), then every abstract uploaded again (a variant, so not a duplicate) and indexed with
+ *     `POST …/documents/{id}/index` (upload + index rate). `--before-docs N` repeats the upload +
+ *     index phase for N documents on a server forced onto the old path (KNOWLEDGE_CONVERTER_PATH
+ *     pointing at the bundled CLI: one process per run). Reports the pool's resident memory at
+ *     rest (Linux /proc). Run `npm run build` first (the script does).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.js';
+import { bundledConverterPath, loadCommands } from '../src/knowledge/converting/commands.js';
+import { createPooledConverter } from '../src/knowledge/converting/pooled.js';
+import { runConverter } from '../src/knowledge/converting/runner.js';
+import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
+import { SCIFACT_DIR } from './retrieval/sets.js';
+import { startServerProcess, stopServerProcess, type ServerProcess } from './server-process.js';
+
+const { values } = parseArgs({
+  options: {
+    docs: { type: 'string', default: '5183' },
+    concurrency: { type: 'string', default: '8' },
+    'index-concurrency': { type: 'string', default: '2' },
+    'overhead-docs': { type: 'string', default: '200' },
+    'before-docs': { type: 'string', default: '100' },
+    'cpu-prof': { type: 'string' },
+  },
+});
+const CLI = resolve(import.meta.dirname, '../dist/cli.js');
+const KEY = 'aps_bench_ingest_key_0123456789abcdef';
+const PREFIX = '/api/v1';
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const round = (n: number, d = 1) => Number(n.toFixed(d));
+
+/** The server's knowledge settings (defaults), with the converter limits this bench needs. */
+function knowledgeConfig(indexConcurrency: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'aps-bench-config-'));
+  return {
+    ...loadConfig({ DATA_DIR: dir }, dir).knowledge,
+    uploadMaxBytes: 1 << 30,
+    indexConcurrency,
+    converterTimeoutMs: 60_000,
+    converterWorkerMaxJobs: 1_000_000,
+  };
+}
+
+/** (a) ms per document, process per run vs pool, on one small markdown file. */
+async function overhead(n: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'aps-bench-ingest-'));
+  try {
+    const input = join(dir, 'small.md');
+    writeFileSync(
+      input,
+      `# A small note\n\n${'Some words about owls and their night hunts. '.repeat(20)}\n`,
+    );
+    const config = knowledgeConfig(1);
+    const [auto] = loadCommands(config);
+    if (auto === undefined) throw new Error('no auto command');
+    const opts = { timeoutMs: 60_000, maxOutputBytes: 64 * 1024 * 1024 };
+    const perRunN = Math.max(5, Math.round(n / 10));
+    let start = performance.now();
+    for (let i = 0; i < perRunN; i++) await runConverter(auto, input, join(dir, `p${i}`), opts);
+    const perRun = (performance.now() - start) / perRunN;
+
+    const pooled = createPooledConverter(config);
+    try {
+      await pooled.convert(auto, input, join(dir, 'warm'), opts); // starts the worker
+      start = performance.now();
+      for (let i = 0; i < n; i++) await pooled.convert(auto, input, join(dir, `w${i}`), opts);
+      const pool = (performance.now() - start) / n;
+      const rss = (await pooled.pool?.residentBytes()) ?? 0;
+      return { perRunN, perRun, n, pool, rss };
+    } finally {
+      await pooled.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+interface Abstract {
+  name: string;
+  text: string;
+}
+
+function abstracts(limit: number): Abstract[] {
+  const lines = readFileSync(join(SCIFACT_DIR, 'corpus.jsonl'), 'utf8').split('\n');
+  const out: Abstract[] = [];
+  for (const line of lines) {
+    if (out.length >= limit) break;
+    if (line.trim() === '') continue;
+    const row = JSON.parse(line) as { _id: string; title: string; text: string };
+    out.push({ name: `${row._id}.md`, text: `# ${row.title}\n\n${row.text}\n` });
+  }
+  return out;
+}
+
+const auth = { authorization: `Bearer ${KEY}` };
+
+async function upload(base: string, doc: Abstract): Promise<{ id: string; status: string }> {
+  const form = new FormData();
+  form.append('file', new Blob([doc.text], { type: 'text/markdown' }), doc.name);
+  const res = await fetch(`${base}${PREFIX}/knowledge/documents/upload`, {
+    method: 'POST',
+    headers: auth,
+    body: form,
+  });
+  if (res.status !== 201 && res.status !== 200) {
+    throw new Error(`upload ${doc.name}: ${res.status} ${await res.text()}`);
+  }
+  return (await res.json()) as { id: string; status: string };
+}
+
+async function index(base: string, id: string): Promise<void> {
+  const res = await fetch(`${base}${PREFIX}/knowledge/documents/${id}/index`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  if (res.status !== 201) throw new Error(`index ${id}: ${res.status} ${await res.text()}`);
+}
+
+/** Runs `work` over `items` with `concurrency` workers; seconds taken. */
+async function pooledRun<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>) {
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) {
+        const item = items[next++] as T;
+        await work(item);
+      }
+    }),
+  );
+  return (performance.now() - start) / 1000;
+}
+
+/** A script that profiles `dist/cli.js` (NODE_OPTIONS may not carry --cpu-prof). */
+function profilingCli(dir: string, out: string): string {
+  const path = join(dir, 'profiled-cli.mjs');
+  writeFileSync(
+    path,
+    `import { Session } from 'node:inspector';
+import { writeFileSync } from 'node:fs';
+const session = new Session();
+session.connect();
+session.post('Profiler.enable');
+session.post('Profiler.start');
+process.once('exit', () => {
+  session.post('Profiler.stop', (error, result) => {
+    if (!error) writeFileSync(${JSON.stringify(out)}, JSON.stringify(result.profile));
+  });
+});
+process.argv.splice(1, 1, ${JSON.stringify(CLI)});
+await import(${JSON.stringify(CLI)});
+`,
+  );
+  return path;
+}
+
+function startServer(
+  dataDir: string,
+  env: Record<string, string>,
+  cli = CLI,
+): Promise<ServerProcess> {
+  return startServerProcess(
+    cli,
+    {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'error',
+      NODE_ENV: 'test',
+      BOOTSTRAP_API_KEY: KEY,
+      EMBEDDING_CACHE_DIR: DEFAULT_EMBEDDING_CACHE,
+      MAX_CONNECTIONS_PER_CLIENT: '0',
+      QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: values['index-concurrency'],
+      ...env,
+    },
+    ['ignore', process.env.BENCH_SERVER_LOGS === '1' ? 'inherit' : 'ignore', 'inherit'],
+  );
+}
+
+/** Resident bytes of the converter workers under `serverPid` (Linux). */
+function workerRss(serverPid: number): { workers: number; bytes: number } {
+  try {
+    const out = execFileSync('ps', ['-eo', 'pid,ppid,rss,args'], { encoding: 'utf8' });
+    const rows = out
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .filter((c) => Number(c[1]) === serverPid && c.join(' ').includes('--worker'));
+    return { workers: rows.length, bytes: rows.reduce((s, c) => s + Number(c[2]) * 1024, 0) };
+  } catch {
+    return { workers: 0, bytes: 0 };
+  }
+}
+
+async function http(docs: Abstract[], concurrency: number, env: Record<string, string>) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'aps-bench-ingest-data-'));
+  const profile = values['cpu-prof'];
+  const pooled = Object.keys(env).length === 0;
+  const cli = profile !== undefined && pooled ? profilingCli(dataDir, resolve(profile)) : CLI;
+  const server = await startServer(dataDir, env, cli);
+  try {
+    // The embedding model loads in the background at start: wait until it indexes a document.
+    const warm = await upload(server.base, { name: 'warm.md', text: '# Warm\n\nwarm up.\n' });
+    await index(server.base, warm.id);
+    let indexedOnUpload = 0;
+    const uploadsS = await pooledRun(docs, concurrency, async (doc) => {
+      await upload(server.base, { name: doc.name, text: `${doc.text}\n(upload only)\n` });
+    });
+    const bothS = await pooledRun(docs, concurrency, async (doc) => {
+      const created = await upload(server.base, doc);
+      if (created.status === 'indexing') indexedOnUpload++;
+      else await index(server.base, created.id);
+    });
+    const rss = workerRss(server.child.pid ?? -1);
+    return { uploadsS, bothS, indexedOnUpload, rss };
+  } finally {
+    await stopServerProcess(server);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main() {
+  const n = Number(values['overhead-docs']);
+  log(
+    `(a) per-document overhead: ${n} conversions on the pool, ${Math.round(n / 10)} as processes`,
+  );
+  const a = await overhead(n);
+  console.log('\n(a) bundled converter, small markdown file, per document (wall clock)');
+  console.log(`  process per run: ${round(a.perRun)} ms (${a.perRunN} runs)`);
+  console.log(`  worker pool:     ${round(a.pool, 2)} ms (${a.n} runs)`);
+  console.log(`  ratio:           ${round(a.perRun / a.pool)}× faster`);
+  console.log(`  one idle worker: ${round(a.rss / 1024 / 1024)} MiB resident`);
+
+  const concurrency = Number(values.concurrency);
+  const docs = abstracts(Number(values.docs));
+  log(`(b) ${docs.length} SciFact abstracts, concurrency ${concurrency}, pooled converter`);
+  const b = await http(docs, concurrency, {});
+  const rate = (s: number, count = docs.length) => round(count / s);
+  console.log(`\n(b) ${docs.length} SciFact abstracts over HTTP, concurrency ${concurrency}`);
+  console.log(`  uploads alone:      ${round(b.uploadsS)} s, ${rate(b.uploadsS)} docs/s`);
+  console.log(`  upload + index:     ${round(b.bothS)} s, ${rate(b.bothS)} docs/s`);
+  console.log(
+    `  indexing added:     ${round(b.bothS - b.uploadsS)} s (${round((b.bothS - b.uploadsS) / b.uploadsS, 2)}× the uploads alone)`,
+  );
+  if (b.indexedOnUpload > 0)
+    console.log(`  (indexed by the upload's index field: ${b.indexedOnUpload})`);
+  console.log(
+    `  converter workers at rest: ${b.rss.workers}, ${round(b.rss.bytes / 1024 / 1024)} MiB resident in all`,
+  );
+
+  const beforeN = Math.min(Number(values['before-docs']), docs.length);
+  if (beforeN > 0) {
+    log(`(b, before) ${beforeN} abstracts with one converter process per run`);
+    const before = await http(docs.slice(0, beforeN), concurrency, {
+      KNOWLEDGE_CONVERTER_PATH: bundledConverterPath(),
+    });
+    console.log(`\n(b, before) first ${beforeN} abstracts, one converter process per run`);
+    console.log(`  uploads alone:      ${rate(before.uploadsS, beforeN)} docs/s`);
+    console.log(`  upload + index:     ${rate(before.bothS, beforeN)} docs/s`);
+    console.log(
+      `  after/before (upload + index): ${round(rate(b.bothS) / rate(before.bothS, beforeN))}×`,
+    );
+  }
+}
+
+await main();
