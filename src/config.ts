@@ -68,6 +68,8 @@ export interface Config {
     /** Absolute path, or null for the bundled converter. */
     converterPath: string | null;
     commandsFile: string | null;
+    eventsHeartbeatMs: number;
+    eventsMaxStreams: number;
   };
   embedding: {
     provider: Env['EMBEDDING_PROVIDER'];
@@ -250,6 +252,8 @@ export function loadConfig(
         e.KNOWLEDGE_CONVERTER_PATH === undefined ? null : resolve(cwd, e.KNOWLEDGE_CONVERTER_PATH),
       commandsFile:
         e.KNOWLEDGE_COMMANDS_FILE === undefined ? null : resolve(cwd, e.KNOWLEDGE_COMMANDS_FILE),
+      eventsHeartbeatMs: e.KNOWLEDGE_EVENTS_HEARTBEAT_MS,
+      eventsMaxStreams: e.KNOWLEDGE_EVENTS_MAX_STREAMS,
     },
     embedding: {
       provider: e.EMBEDDING_PROVIDER,

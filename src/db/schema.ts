@@ -75,6 +75,8 @@ export interface KnowledgeDocumentsTable {
   index_token: string | null;
   /** JSON text: the parameters of the last index request (re-queued after a restart). */
   index_params: string | null;
+  /** JSON text `{stage, done, total}`: the progress of the run in progress (read while indexing). */
+  progress: string | null;
   created_at: string;
   updated_at: string;
 }

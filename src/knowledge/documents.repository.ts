@@ -87,6 +87,7 @@ export class DocumentsRepository {
         status: 'indexing',
         index_token: token,
         index_params: params,
+        progress: null,
         updated_at: new Date().toISOString(),
       })
       .where('id', '=', id)
@@ -108,6 +109,17 @@ export class DocumentsRepository {
       .where('id', '=', id)
       .where('index_token', '=', token)
       .execute();
+  }
+
+  /** Records the progress of the run `token`; a run that lost its token changes nothing. */
+  async setProgress(id: string, token: string, progress: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('knowledge_documents')
+      .set({ progress })
+      .where('id', '=', id)
+      .where('index_token', '=', token)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   /** Document counts by status, and how many hold chunks of another model than `activeModel`. */

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
 import type { DocumentQuery, DocumentsRepository } from './documents.repository.js';
+import type { KnowledgeEvents } from './events.js';
 import { detectFileType, safeExtension, sanitizeFileName } from './file-type.js';
 import type { KnowledgeChunk, KnowledgeDocument } from './knowledge.schemas.js';
 import { toChunk, toDocument } from './mappers.js';
@@ -24,6 +25,8 @@ export class DocumentsService {
     private readonly log: FastifyBaseLogger,
     /** Cancels an indexing run of the document, if one is running here. */
     private readonly cancelIndexing: (id: string) => void = () => undefined,
+    /** `document.created` and `document.deleted` are announced here. */
+    private readonly events?: KnowledgeEvents,
   ) {}
 
   /**
@@ -75,7 +78,9 @@ export class DocumentsService {
         if (winner !== undefined) return { document: toDocument(winner), created: false };
         throw error;
       }
-      return { document: toDocument(await this.getRow(id)), created: true };
+      const document = toDocument(await this.getRow(id));
+      this.events?.announce('document.created', document);
+      return { document, created: true };
     } finally {
       await file.discard();
     }
@@ -113,9 +118,11 @@ export class DocumentsService {
    * then removes the files. A file that cannot be removed is logged and swept at the next start.
    */
   async delete(id: string): Promise<void> {
+    const projectId = (await this.repo.findById(id))?.project_id ?? null;
     if (!(await this.store.deleteDocument(id))) {
       throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
     }
+    this.events?.announce('document.deleted', { id, projectId });
     this.cancelIndexing(id);
     try {
       await this.storage.removePrefix(documentKeys.prefix(id));

@@ -12,6 +12,7 @@ import { converterStatus, loadCommands, type ConverterCommand } from './converti
 import { runConverter } from './converting/runner.js';
 import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
+import { KnowledgeEvents } from './events.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import { IndexJob } from './index-job.js';
@@ -34,6 +35,10 @@ export interface KnowledgeModule {
   documents: DocumentsService;
   indexing: IndexingService;
   retrieval: RetrievalService;
+  /** Document events for live views (the events route). */
+  events: KnowledgeEvents;
+  /** Open events streams: heartbeat interval and cap per instance. */
+  eventStreams: { heartbeatMs: number; maxStreams: number };
   uploadMaxBytes: number;
   converterStatus(): ReturnType<typeof converterStatus>;
   /**
@@ -92,12 +97,24 @@ export async function createKnowledgeModule(
     scratchDir,
     log,
   });
-  const job = new IndexJob({ pipeline, repo, dataDir: config.dataDir, log });
+  const events = new KnowledgeEvents(
+    repo,
+    log,
+    database.driver === 'postgres' ? database.pool : undefined,
+  );
+  const job = new IndexJob({ pipeline, repo, dataDir: config.dataDir, log, events });
   job.register(queue);
-  const indexing = new IndexingService({ repo, queue, commands, log });
-  const documents = new DocumentsService(repo, store, storage, log, (id) => {
-    job.cancel(id);
-  });
+  const indexing = new IndexingService({ repo, queue, commands, log, events });
+  const documents = new DocumentsService(
+    repo,
+    store,
+    storage,
+    log,
+    (id) => {
+      job.cancel(id);
+    },
+    events,
+  );
   const retrieval = new RetrievalService(store, embedder, log);
 
   async function recover(): Promise<void> {
@@ -137,6 +154,11 @@ export async function createKnowledgeModule(
     documents,
     indexing,
     retrieval,
+    events,
+    eventStreams: {
+      heartbeatMs: config.knowledge.eventsHeartbeatMs,
+      maxStreams: config.knowledge.eventsMaxStreams,
+    },
     uploadMaxBytes: config.knowledge.uploadMaxBytes,
     converterStatus: () => converterStatus(config.knowledge),
     async start({ recover: shouldRecover }) {
@@ -152,6 +174,9 @@ export async function createKnowledgeModule(
       if (!search.loaded && search.started && !search.loading) void warmSearch();
       return search.loaded;
     },
-    close: () => embedder.close(),
+    close: async () => {
+      await events.close();
+      await embedder.close();
+    },
   };
 }

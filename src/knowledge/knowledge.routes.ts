@@ -18,6 +18,7 @@ import {
   RetrieveResultSchema,
   UploadFormSchema,
 } from './knowledge.schemas.js';
+import { eventsRoutes } from './events.routes.js';
 import { readUpload } from './upload.js';
 
 const READ = { access: 'L0', mutates: false } as const;
@@ -38,6 +39,8 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
       parts: 30,
     },
   });
+
+  await app.register(eventsRoutes, { knowledge });
 
   app.get(
     '/knowledge/commands',

@@ -6,6 +6,27 @@ const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) =>
 
 const DocumentStatusSchema = Type.Enum(['uploaded', 'indexing', 'indexed', 'failed']);
 
+export const PROGRESS_STAGES = [
+  'queued',
+  'converting',
+  'chunking',
+  'embedding',
+  'committing',
+] as const;
+export type ProgressStage = (typeof PROGRESS_STAGES)[number];
+
+export const ProgressSchema = Type.Object(
+  {
+    stage: Type.Enum([...PROGRESS_STAGES]),
+    done: Type.Integer({ minimum: 0 }),
+    total: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+      description: 'Pages while converting, chunks while embedding; null when unknown.',
+    }),
+  },
+  { description: 'The indexing run in progress; null unless the status is `indexing`.' },
+);
+export type Progress = Static<typeof ProgressSchema>;
+
 export const DocumentSchema = Type.Object({
   id: Type.String(),
   name: Type.String({ description: 'The uploaded file name, sanitised.' }),
@@ -30,6 +51,7 @@ export const DocumentSchema = Type.Object({
   }),
   errorMessage: Nullable(Type.String()),
   embeddingModel: Nullable(Type.String()),
+  progress: Type.Union([ProgressSchema, Type.Null()]),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
 });

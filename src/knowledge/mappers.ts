@@ -1,12 +1,24 @@
 /** Database rows → API resources (the spec's field names). */
 import type { ChunkRow, DocumentRow } from '../db/schema.js';
-import type { KnowledgeChunk, KnowledgeDocument, RetrievalHit } from './knowledge.schemas.js';
+import type {
+  KnowledgeChunk,
+  KnowledgeDocument,
+  Progress,
+  RetrievalHit,
+} from './knowledge.schemas.js';
 import type { ChunkHit } from './search/chunk-store.js';
 
 function parseObject(text: string | null): Record<string, unknown> | null {
   if (text === null) return null;
   const value: unknown = JSON.parse(text);
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : null;
+}
+
+/** The run's progress while the document is indexing (queued until the run reports), else null. */
+function toProgress(row: DocumentRow): Progress | null {
+  if (row.status !== 'indexing') return null;
+  const stored = parseObject(row.progress) as Progress | null;
+  return stored ?? { stage: 'queued', done: 0, total: null };
 }
 
 export function toDocument(row: DocumentRow): KnowledgeDocument {
@@ -27,6 +39,7 @@ export function toDocument(row: DocumentRow): KnowledgeDocument {
     converterMeta: parseObject(row.converter_meta),
     errorMessage: row.error_message,
     embeddingModel: row.embedding_model,
+    progress: toProgress(row),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -62,6 +62,8 @@ export function knowledgeConfig(overrides: Partial<Config['knowledge']> = {}): C
     converterMaxOutputBytes: 64 * 1024 * 1024,
     converterPath: null,
     commandsFile: null,
+    eventsHeartbeatMs: 15_000,
+    eventsMaxStreams: 1000,
     ...overrides,
   };
 }

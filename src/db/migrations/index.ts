@@ -8,6 +8,7 @@ import * as m0005 from './0005_files.js';
 import * as m0006 from './0006_search_generation.js';
 import * as m0007 from './0007_search_changes.js';
 import * as m0008 from './0008_plain_vector_tables.js';
+import * as m0010 from './0010_document_progress.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   { name: '0001_auth', up: m0001.up },
@@ -18,4 +19,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0006_search_generation', up: m0006.up },
   { name: '0007_search_changes', up: m0007.up },
   { name: '0008_plain_vector_tables', up: m0008.up },
+  { name: '0010_document_progress', up: m0010.up },
 ];
