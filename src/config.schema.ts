@@ -190,6 +190,19 @@ export const ENV_SCHEMA = Type.Object({
     description:
       'Memory limit of a pooled converter worker (heap and resident size); above it the worker is killed.',
   }),
+  KNOWLEDGE_EVENTS_HEARTBEAT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 3_600_000,
+    default: 15_000,
+    description:
+      'A comment line is sent on every open events stream this often (keeps proxies from closing it).',
+  }),
+  KNOWLEDGE_EVENTS_MAX_STREAMS: Type.Integer({
+    minimum: 1,
+    maximum: 100_000,
+    default: 1000,
+    description: 'Open events streams per instance; one more is answered 503 `OVERLOADED`.',
+  }),
   KNOWLEDGE_CONVERTER_PATH: Type.Optional(
     Type.String({
       minLength: 1,

@@ -75,6 +75,8 @@ export interface Config {
     batchMaxFiles: number;
     urlTimeoutMs: number;
     urlAllowPrivate: boolean;
+    eventsHeartbeatMs: number;
+    eventsMaxStreams: number;
   };
   embedding: {
     provider: Env['EMBEDDING_PROVIDER'];
@@ -262,6 +264,8 @@ export function loadConfig(
       batchMaxFiles: e.KNOWLEDGE_BATCH_MAX_FILES,
       urlTimeoutMs: e.KNOWLEDGE_URL_TIMEOUT_MS,
       urlAllowPrivate: e.KNOWLEDGE_URL_ALLOW_PRIVATE === 'true',
+      eventsHeartbeatMs: e.KNOWLEDGE_EVENTS_HEARTBEAT_MS,
+      eventsMaxStreams: e.KNOWLEDGE_EVENTS_MAX_STREAMS,
     },
     embedding: {
       provider: e.EMBEDDING_PROVIDER,

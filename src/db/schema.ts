@@ -79,6 +79,8 @@ export interface KnowledgeDocumentsTable {
   chunk_token?: string | null;
   /** JSON text: the document's metadata object (`{}` by default; migration 0009). */
   metadata: Generated<string>;
+  /** JSON text `{stage, done, total}`: the progress of the run in progress (read while indexing). */
+  progress: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -57,6 +57,8 @@ export function registerLoadShedding(
       void reply.header('retry-after', retryAfter);
       throw new AppError('OVERLOADED');
     }
+    // A stream is admitted only while there is room, but does not keep its slot.
+    if (request.routeOptions.config.stream === true) return;
     inFlight++;
     let released = false;
     // 'close' follows the end of every response and a client's disconnect alike: exactly once.

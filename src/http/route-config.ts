@@ -12,5 +12,10 @@ declare module 'fastify' {
     access?: RouteAccess;
     /** Whether the route changes state; such routes answer 503 in read-only mode. */
     mutates?: boolean;
+    /**
+     * A long-lived response (an event stream): admitted like any request, but it does not hold a
+     * load-shedding slot while it stays open (the route caps its own streams).
+     */
+    stream?: boolean;
   }
 }

@@ -95,6 +95,7 @@ export class DocumentsRepository {
         status: 'indexing',
         index_token: token,
         index_params: params,
+        progress: null,
         updated_at: new Date().toISOString(),
       })
       .where('id', '=', id)
@@ -125,6 +126,18 @@ export class DocumentsRepository {
       .updateTable('knowledge_documents')
       .set({ ...changes, updated_at: new Date().toISOString() })
       .where('id', '=', id)
+      .where('status', '!=', HIDDEN)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Records the progress of the run `token`; a run that lost its token changes nothing. */
+  async setProgress(id: string, token: string, progress: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('knowledge_documents')
+      .set({ progress })
+      .where('id', '=', id)
+      .where('index_token', '=', token)
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }

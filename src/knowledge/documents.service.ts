@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
 import type { DocumentQuery, DocumentsRepository } from './documents.repository.js';
+import type { KnowledgeEvents } from './events.js';
 import { detectFileType, safeExtension, sanitizeFileName } from './file-type.js';
 import {
   METADATA_LIMITS,
@@ -46,6 +47,8 @@ export class DocumentsService {
     private readonly log: FastifyBaseLogger,
     /** Cancels an indexing run of the document, if one is running here. */
     private readonly cancelIndexing: (id: string) => void = () => undefined,
+    /** `document.created` and `document.deleted` are announced here. */
+    private readonly events?: KnowledgeEvents,
   ) {}
 
   /**
@@ -99,7 +102,9 @@ export class DocumentsService {
         if (winner !== undefined) return { document: toDocument(winner), created: false };
         throw error;
       }
-      return { document: toDocument(await this.getRow(id)), created: true };
+      const document = toDocument(await this.getRow(id));
+      this.events?.announce('document.created', document);
+      return { document, created: true };
     } finally {
       await file.discard();
     }
@@ -150,9 +155,11 @@ export class DocumentsService {
    * (shutdown, crash) is finished at the next start (resumePurges).
    */
   async delete(id: string): Promise<void> {
+    const projectId = (await this.repo.findById(id))?.project_id ?? null;
     if (!(await this.store.hideDocument(id))) {
       throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
     }
+    this.events?.announce('document.deleted', { id, projectId });
     this.cancelIndexing(id);
     this.purgeInBackground(id);
   }

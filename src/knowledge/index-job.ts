@@ -10,8 +10,10 @@ import { isDatabaseUnavailable, retryWhileUnavailable } from '../db/unavailable.
 import { AppError } from '../errors.js';
 import type { JobContext, JobQueue } from '../queue/queue.js';
 import type { DocumentsRepository } from './documents.repository.js';
+import type { KnowledgeEvents } from './events.js';
 import type { IndexParams, IndexPipeline, IndexResult } from './index-pipeline.js';
 import { toDocument } from './mappers.js';
+import { progressReporter } from './progress.js';
 
 /** The job type, also the queue lane of indexing runs. */
 export const INDEX_JOB = 'knowledgeIndex';
@@ -56,6 +58,8 @@ export interface IndexJobDeps {
   /** Absolute; stripped from error messages. */
   dataDir: string;
   log: FastifyBaseLogger;
+  /** Progress, indexed and failed are announced here. */
+  events: KnowledgeEvents;
 }
 
 export class IndexJob {
@@ -88,18 +92,24 @@ export class IndexJob {
     const controller = new AbortController();
     this.running.set(id, controller);
     const signal = AbortSignal.any([controller.signal, context.signal]);
+    const progress = progressReporter(this.deps, id, token);
     try {
       // A database restart mid-run is no reason to fail the document: the run starts over (its
       // commit is guarded by the token, so a second one is harmless) once the database is back.
-      return await retryWhileUnavailable(() => this.deps.pipeline.run(id, token, params, signal), {
-        signal,
-        onRetry: (error, delayMs) => {
-          this.deps.log.warn(
-            { err: error, documentId: id, delayMs },
-            'indexing: the database is unavailable; the run starts over when it is back',
-          );
+      const result = await retryWhileUnavailable(
+        () => this.deps.pipeline.run(id, token, params, signal, progress),
+        {
+          signal,
+          onRetry: (error, delayMs) => {
+            this.deps.log.warn(
+              { err: error, documentId: id, delayMs },
+              'indexing: the database is unavailable; the run starts over when it is back',
+            );
+          },
         },
-      });
+      );
+      this.deps.events.announce('document.indexed', result.document);
+      return result;
     } catch (error) {
       if (context.signal.aborted) {
         // This instance is shutting down (or lost the job's lease): the document stays
@@ -116,6 +126,7 @@ export class IndexJob {
         () => this.deps.repo.failIndex(id, token, this.redact(appError.message)),
         { signal: context.signal },
       );
+      this.deps.events.announce('document.failed', { id, projectId: null });
       throw new AppError(appError.code, this.redact(appError.message));
     } finally {
       if (this.running.get(id) === controller) this.running.delete(id);

@@ -25,6 +25,7 @@ import type { DocumentsRepository } from './documents.repository.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import type { KnowledgeDocument } from './knowledge.schemas.js';
 import { toDocument } from './mappers.js';
+import { noProgress, type ProgressReporter } from './progress.js';
 import type { ChunkStore, NewChunk } from './search/chunk-store.js';
 import { documentKeys, type FileStorage } from './storage/storage.js';
 import { scratchName } from './storage/scratch.js';
@@ -71,6 +72,9 @@ interface Embedded {
 /** Stage name → milliseconds, recorded in converterMeta.timings. */
 type Timings = Record<string, number>;
 
+/** Chunks per embedding request of a run (progress is reported between them). */
+const EMBED_PART = 2048;
+
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** What the embedder sees: the section trail gives a chunk the context its heading carries. */
@@ -105,6 +109,7 @@ export class IndexPipeline {
     token: string,
     params: IndexParams,
     signal: AbortSignal,
+    progress: ProgressReporter = noProgress,
   ): Promise<IndexResult> {
     const doc = await this.document(id, 'before its indexing run started');
     const command = this.deps.commands.find((c) => c.id === params.commandId);
@@ -112,10 +117,18 @@ export class IndexPipeline {
     const outputDir = join(this.deps.scratchDir, scratchName('convert'));
     const timings: Timings = {};
     try {
+      progress.stage('converting');
       const converted = await timed(timings, 'convertMs', () =>
-        this.convert(doc, command, outputDir, signal),
+        this.convert(doc, command, outputDir, signal, progress),
       );
-      const embedded = await this.chunkAndEmbed(converted.markdown, params, signal, timings);
+      const embedded = await this.chunkAndEmbed(
+        converted.markdown,
+        params,
+        signal,
+        timings,
+        progress,
+      );
+      progress.stage('committing', embedded.chunks.length);
       await this.commit(doc, token, { command, params, converted, embedded, timings });
       return {
         document: toDocument(await this.document(id, 'right after it was indexed')),
@@ -145,6 +158,7 @@ export class IndexPipeline {
     command: ConverterCommand,
     outputDir: string,
     signal: AbortSignal,
+    progress: ProgressReporter,
   ): Promise<Converted> {
     const { storage, config } = this.deps;
     const key = conversionKey(command, doc.checksum);
@@ -155,6 +169,10 @@ export class IndexPipeline {
         timeoutMs: config.converterTimeoutMs,
         maxOutputBytes: config.converterMaxOutputBytes,
         signal,
+        // Pages (PDF) or frames (images) as the pooled converter reports them.
+        onProgress: ({ done, total }) => {
+          progress.advance(done, total);
+        },
       }),
     );
     return withConversionKey(converted, key);
@@ -166,7 +184,9 @@ export class IndexPipeline {
     params: IndexParams,
     signal: AbortSignal,
     timings: Timings,
+    progress: ProgressReporter,
   ): Promise<Embedded> {
+    progress.stage('chunking');
     const chunks = await timed(timings, 'chunkMs', () => chunkMarkdown(markdown, params));
     if (chunks.length === 0) {
       throw new AppError(
@@ -174,8 +194,9 @@ export class IndexPipeline {
         'The converted document contains no text to chunk.',
       );
     }
+    progress.stage('embedding', chunks.length);
     const { vectors, hashes, cached } = await timed(timings, 'embedMs', () =>
-      this.embed(chunks, signal),
+      this.embed(chunks, signal, progress),
     );
     signal.throwIfAborted();
     const dimensions = this.deps.embedder.dimensions;
@@ -201,6 +222,7 @@ export class IndexPipeline {
   private async embed(
     chunks: readonly Chunk[],
     signal: AbortSignal,
+    progress: ProgressReporter,
   ): Promise<{ vectors: Float32Array[]; hashes: string[]; cached: number }> {
     const { embedder, store } = this.deps;
     await embedder.ready();
@@ -210,13 +232,14 @@ export class IndexPipeline {
       ...new Set(hashes),
     ]);
     const missing = texts.flatMap((text, i) => (known.has(hashes[i] ?? '') ? [] : [{ text, i }]));
-    const fresh =
-      missing.length === 0
-        ? []
-        : await embedder.embedDocuments(
-            missing.map((m) => m.text),
-            signal,
-          );
+    // In parts, so that progress can be reported between them.
+    const fresh: Float32Array[] = [];
+    progress.advance(texts.length - missing.length);
+    for (let at = 0; at < missing.length; at += EMBED_PART) {
+      const part = missing.slice(at, at + EMBED_PART).map((m) => m.text);
+      fresh.push(...(await embedder.embedDocuments(part, signal)));
+      progress.advance(texts.length - missing.length + at + part.length);
+    }
     const vectors = hashes.map((h) => known.get(h) ?? new Float32Array(0));
     missing.forEach((m, j) => {
       vectors[m.i] = fresh[j] ?? new Float32Array(embedder.dimensions);

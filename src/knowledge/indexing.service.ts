@@ -9,6 +9,7 @@ import { isDatabaseUnavailable, retryWhileUnavailable } from '../db/unavailable.
 import { AppError } from '../errors.js';
 import type { JobQueue } from '../queue/queue.js';
 import type { ConverterCommand } from './converting/commands.js';
+import type { KnowledgeEvents } from './events.js';
 import type { DocumentsRepository } from './documents.repository.js';
 import { INDEX_JOB, indexJobPayload } from './index-job.js';
 import type { IndexParams, IndexResult } from './index-pipeline.js';
@@ -20,6 +21,7 @@ interface IndexingDeps {
   queue: JobQueue;
   commands: readonly ConverterCommand[];
   log: FastifyBaseLogger;
+  events: KnowledgeEvents;
 }
 
 /**
@@ -86,6 +88,7 @@ export class IndexingService {
       );
     }
     await this.enqueue(id, token, params);
+    this.deps.events.announce('document.progress', { id, projectId: null });
     if (body.async === true) {
       const row = await this.deps.repo.findById(id);
       if (row === undefined) {

@@ -12,6 +12,7 @@ import { converterStatus, loadCommands, type ConverterCommand } from './converti
 import { createPooledConverter, type PooledConverter } from './converting/pooled.js';
 import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
+import { KnowledgeEvents } from './events.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import { IndexJob } from './index-job.js';
@@ -37,6 +38,10 @@ export interface KnowledgeModule {
   retrieval: RetrievalService;
   /** One-step, batch, text and URL ingest. */
   ingest: IngestService;
+  /** Document events for live views (the events route). */
+  events: KnowledgeEvents;
+  /** Open events streams: heartbeat interval and cap per instance. */
+  eventStreams: { heartbeatMs: number; maxStreams: number };
   uploadMaxBytes: number;
   batchMaxFiles: number;
   /** The convert function indexing uses, and the bundled converter's worker pool. */
@@ -99,12 +104,24 @@ export async function createKnowledgeModule(
     scratchDir,
     log,
   });
-  const job = new IndexJob({ pipeline, repo, dataDir: config.dataDir, log });
+  const events = new KnowledgeEvents(
+    repo,
+    log,
+    database.driver === 'postgres' ? database.pool : undefined,
+  );
+  const job = new IndexJob({ pipeline, repo, dataDir: config.dataDir, log, events });
   job.register(queue);
-  const indexing = new IndexingService({ repo, queue, commands, log });
-  const documents = new DocumentsService(repo, store, storage, log, (id) => {
-    job.cancel(id);
-  });
+  const indexing = new IndexingService({ repo, queue, commands, log, events });
+  const documents = new DocumentsService(
+    repo,
+    store,
+    storage,
+    log,
+    (id) => {
+      job.cancel(id);
+    },
+    events,
+  );
   const retrieval = new RetrievalService(store, embedder, log);
   const ingest = new IngestService({
     documents,
@@ -156,6 +173,11 @@ export async function createKnowledgeModule(
     indexing,
     retrieval,
     ingest,
+    events,
+    eventStreams: {
+      heartbeatMs: config.knowledge.eventsHeartbeatMs,
+      maxStreams: config.knowledge.eventsMaxStreams,
+    },
     uploadMaxBytes: config.knowledge.uploadMaxBytes,
     batchMaxFiles: config.knowledge.batchMaxFiles,
     converterStatus: () => converterStatus(config.knowledge),
@@ -175,6 +197,7 @@ export async function createKnowledgeModule(
     converter,
     async close() {
       await documents.close();
+      await events.close();
       await Promise.all([embedder.close(), converter.close()]);
     },
   };

@@ -25,6 +25,7 @@ import {
   UrlBodySchema,
 } from './knowledge.schemas.js';
 import { discardAll, readBatch, readUpload } from './upload.js';
+import { eventsRoutes } from './events.routes.js';
 
 const READ = { access: 'L0', mutates: false } as const;
 const WRITE = { access: 'L0', mutates: true } as const;
@@ -44,6 +45,8 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
       parts: 30,
     },
   });
+
+  await app.register(eventsRoutes, { knowledge });
 
   app.get(
     '/knowledge/commands',

@@ -24,6 +24,26 @@ export const MetadataSchema = Type.Record(
   },
 );
 export type DocumentMetadata = Static<typeof MetadataSchema>;
+export const PROGRESS_STAGES = [
+  'queued',
+  'converting',
+  'chunking',
+  'embedding',
+  'committing',
+] as const;
+export type ProgressStage = (typeof PROGRESS_STAGES)[number];
+
+export const ProgressSchema = Type.Object(
+  {
+    stage: Type.Enum([...PROGRESS_STAGES]),
+    done: Type.Integer({ minimum: 0 }),
+    total: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+      description: 'Pages while converting, chunks while embedding; null when unknown.',
+    }),
+  },
+  { description: 'The indexing run in progress; null unless the status is `indexing`.' },
+);
+export type Progress = Static<typeof ProgressSchema>;
 
 export const DocumentSchema = Type.Object({
   id: Type.String(),
@@ -50,6 +70,7 @@ export const DocumentSchema = Type.Object({
   errorMessage: Nullable(Type.String()),
   embeddingModel: Nullable(Type.String()),
   metadata: MetadataSchema,
+  progress: Type.Union([ProgressSchema, Type.Null()]),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
 });

@@ -1,6 +1,11 @@
 /** Database rows → API resources (the spec's field names). */
 import type { ChunkRow, DocumentRow } from '../db/schema.js';
-import type { KnowledgeChunk, KnowledgeDocument, RetrievalHit } from './knowledge.schemas.js';
+import type {
+  KnowledgeChunk,
+  KnowledgeDocument,
+  Progress,
+  RetrievalHit,
+} from './knowledge.schemas.js';
 import type { ChunkHit } from './search/chunk-store.js';
 
 function parseObject(text: string | null): Record<string, unknown> | null {
@@ -12,6 +17,13 @@ function parseObject(text: string | null): Record<string, unknown> | null {
 /** A document's metadata column (JSON text, `{}` by default). */
 function parseMetadata(text: string): KnowledgeDocument['metadata'] {
   return (parseObject(text) ?? {}) as KnowledgeDocument['metadata'];
+}
+
+/** The run's progress while the document is indexing (queued until the run reports), else null. */
+function toProgress(row: DocumentRow): Progress | null {
+  if (row.status !== 'indexing') return null;
+  const stored = parseObject(row.progress) as Progress | null;
+  return stored ?? { stage: 'queued', done: 0, total: null };
 }
 
 export function toDocument(row: DocumentRow): KnowledgeDocument {
@@ -33,6 +45,7 @@ export function toDocument(row: DocumentRow): KnowledgeDocument {
     errorMessage: row.error_message,
     embeddingModel: row.embedding_model,
     metadata: parseMetadata(row.metadata),
+    progress: toProgress(row),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

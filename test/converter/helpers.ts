@@ -67,6 +67,8 @@ export function knowledgeConfig(overrides: Partial<Config['knowledge']> = {}): C
     batchMaxFiles: 100,
     urlTimeoutMs: 30_000,
     urlAllowPrivate: false,
+    eventsHeartbeatMs: 15_000,
+    eventsMaxStreams: 1000,
     ...overrides,
   };
 }

@@ -167,6 +167,7 @@ describe('OpenAPI', () => {
         '/auth/api-keys/rotate',
         '/knowledge/commands',
         '/knowledge/converter/status',
+        '/knowledge/events',
         '/knowledge/documents',
         '/knowledge/documents/{id}',
         '/knowledge/documents/{id}/chunks',

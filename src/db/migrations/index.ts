@@ -9,6 +9,7 @@ import * as m0006 from './0006_search_generation.js';
 import * as m0007 from './0007_search_changes.js';
 import * as m0008 from './0008_plain_vector_tables.js';
 import * as m0009 from './0009_document_metadata.js';
+import * as m0010 from './0010_document_progress.js';
 import * as m0011 from './0011_staged_chunks.js';
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -21,5 +22,6 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0007_search_changes', up: m0007.up },
   { name: '0008_plain_vector_tables', up: m0008.up },
   { name: '0009_document_metadata', up: m0009.up },
+  { name: '0010_document_progress', up: m0010.up },
   { name: '0011_staged_chunks', up: m0011.up },
 ];
