@@ -25,7 +25,7 @@ import { createPooledConverter } from '../src/knowledge/converting/pooled.js';
 import { runConverter } from '../src/knowledge/converting/runner.js';
 import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
 import { SCIFACT_DIR } from './retrieval/sets.js';
-import { startServerProcess, stopServerProcess, type ServerProcess } from './server-process.js';
+import { startBenchServer, stopServerProcess, type ServerProcess } from './server-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -174,20 +174,10 @@ function startServer(
   env: Record<string, string>,
   cli = CLI,
 ): Promise<ServerProcess> {
-  return startServerProcess(
-    cli,
-    {
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'error',
-      NODE_ENV: 'test',
-      BOOTSTRAP_API_KEY: KEY,
-      EMBEDDING_CACHE_DIR: DEFAULT_EMBEDDING_CACHE,
-      MAX_CONNECTIONS_PER_CLIENT: '0',
-      QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: values['index-concurrency'],
-      ...env,
-    },
-    ['ignore', process.env.BENCH_SERVER_LOGS === '1' ? 'inherit' : 'ignore', 'inherit'],
-  );
+  return startBenchServer(cli, dataDir, KEY, DEFAULT_EMBEDDING_CACHE, {
+    QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: values['index-concurrency'],
+    ...env,
+  });
 }
 
 /** Resident bytes of the converter workers under `serverPid` (Linux). */

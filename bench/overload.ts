@@ -27,7 +27,7 @@ import { Worker } from 'node:worker_threads';
 import { seededRandom } from '../src/knowledge/embeddings/static/sif.js';
 import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
 import { SCIFACT_DIR } from './retrieval/sets.js';
-import { startServerProcess, stopServerProcess } from './server-process.js';
+import { startBenchServer, stopServerProcess } from './server-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -84,21 +84,10 @@ function corpus(): { markdown: string; queries: string[] } {
 
 /** A server on `dataDir`, with the benchmark's key and the static model's shared cache. */
 function startServer(cli: string, dataDir: string, env: Record<string, string>) {
-  return startServerProcess(
-    cli,
-    {
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'error',
-      NODE_ENV: 'test',
-      BOOTSTRAP_API_KEY: KEY,
-      EMBEDDING_CACHE_DIR: DEFAULT_EMBEDDING_CACHE,
-      UPLOAD_MAX_BYTES: String(1 << 30),
-      // The 500 clients stand for 500 machines but all come from 127.0.0.1.
-      MAX_CONNECTIONS_PER_CLIENT: '0',
-      ...env,
-    },
-    ['ignore', process.env.BENCH_SERVER_LOGS === '1' ? 'inherit' : 'ignore', 'inherit'],
-  );
+  return startBenchServer(cli, dataDir, KEY, DEFAULT_EMBEDDING_CACHE, {
+    UPLOAD_MAX_BYTES: String(1 << 30),
+    ...env,
+  });
 }
 
 const auth = { authorization: `Bearer ${KEY}` };

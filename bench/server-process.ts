@@ -48,6 +48,33 @@ export async function startServerProcess(
   throw new Error('server did not start within 60 s');
 }
 
+/**
+ * A benchmark's server: `cli serve` on `dataDir` with the benchmark's bootstrap `key`, the static
+ * model's shared cache, quiet logs (server logs on stderr with BENCH_SERVER_LOGS=1), no
+ * per-client connection cap (every benchmark client comes from 127.0.0.1), plus `env`.
+ */
+export function startBenchServer(
+  cli: string,
+  dataDir: string,
+  key: string,
+  embeddingCache: string,
+  env: Record<string, string>,
+): Promise<ServerProcess> {
+  return startServerProcess(
+    cli,
+    {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'error',
+      NODE_ENV: 'test',
+      BOOTSTRAP_API_KEY: key,
+      EMBEDDING_CACHE_DIR: embeddingCache,
+      MAX_CONNECTIONS_PER_CLIENT: '0',
+      ...env,
+    },
+    ['ignore', process.env.BENCH_SERVER_LOGS === '1' ? 'inherit' : 'ignore', 'inherit'],
+  );
+}
+
 export async function stopServerProcess(server: ServerProcess): Promise<void> {
   const exited = new Promise((r) => server.child.once('exit', r));
   server.child.kill('SIGTERM');

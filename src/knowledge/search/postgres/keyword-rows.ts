@@ -99,23 +99,8 @@ export async function keywordRows(
  * them from the BM25 statistics, in lexeme order (as updateStatistics: no deadlock with commits).
  */
 export async function purgeKeywordRows(client: PoolClient, chunkIds: string[]): Promise<void> {
-  const { rows } = await client.query<Removed>(
-    `with gone as (
-       delete from knowledge_chunks_fts where chunk_id = any($1::text[]) returning terms, token_count
-     ),
-     counted as (
-       select u.lexeme, count(*)::int as n
-       from gone cross join lateral unnest(tsvector_to_array(gone.terms)) as u(lexeme)
-       group by u.lexeme
-     )
-     select coalesce((select array_agg(lexeme order by lexeme) from counted), '{}') as lexemes,
-            coalesce((select array_agg(n order by lexeme) from counted), '{}') as counts,
-            (select count(*)::int from gone) as chunks,
-            (select coalesce(sum(token_count), 0)::int from gone) as tokens`,
-    [chunkIds],
-  );
-  const removed = rows[0];
-  if (removed === undefined || removed.chunks === 0) return;
+  const removed = await removeKeywordRows(client, 'chunk_id = any($1::text[])', chunkIds);
+  if (removed.chunks === 0) return;
   await client.query(
     `insert into knowledge_fts_terms (lexeme, chunks)
      select lexeme, -n from unnest($1::text[], $2::int[]) as o(lexeme, n) order by lexeme
@@ -133,10 +118,19 @@ export async function purgeKeywordRows(client: PoolClient, chunkIds: string[]): 
 }
 
 /** Deletes the document's keyword rows, returning what they counted in the BM25 statistics. */
-export async function deleteKeywordRows(client: PoolClient, documentId: string): Promise<Removed> {
+export function deleteKeywordRows(client: PoolClient, documentId: string): Promise<Removed> {
+  return removeKeywordRows(client, 'document_id = $1', documentId);
+}
+
+/** Deletes the keyword rows `where` ($1 = `param`) selects; returns what they counted. */
+async function removeKeywordRows(
+  client: PoolClient,
+  where: 'chunk_id = any($1::text[])' | 'document_id = $1',
+  param: string | string[],
+): Promise<Removed> {
   const { rows } = await client.query<Removed>(
     `with gone as (
-       delete from knowledge_chunks_fts where document_id = $1 returning terms, token_count
+       delete from knowledge_chunks_fts where ${where} returning terms, token_count
      ),
      counted as (
        select u.lexeme, count(*)::int as n
@@ -147,7 +141,7 @@ export async function deleteKeywordRows(client: PoolClient, documentId: string):
             coalesce((select array_agg(n order by lexeme) from counted), '{}') as counts,
             (select count(*)::int from gone) as chunks,
             (select coalesce(sum(token_count), 0)::int from gone) as tokens`,
-    [documentId],
+    [param],
   );
   return rows[0] ?? { lexemes: [], counts: [], chunks: 0, tokens: 0 };
 }
