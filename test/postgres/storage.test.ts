@@ -332,7 +332,10 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresStorage', () => {
           .map(([k, v]) => `${k} +${((v - baseline) / MiB).toFixed(1)}`)
           .join(', '),
     );
-    expect(growthMiB).toBeLessThan(48);
+    // Bounded means independent of the file's size: a reader that held the file would grow by
+    // 200 MiB at least (400 as hex text). Below that, the growth is garbage the collector has not
+    // reclaimed yet, which varies from run to run (8 to 60 MiB seen on one machine).
+    expect(growthMiB).toBeLessThan(100);
     expect(scratchEntries(scratchDir)).toEqual([]);
     expect(await counts()).toEqual({ files: 1, chunks: 200 });
   }, 300_000);
