@@ -73,13 +73,20 @@ function describe(
   };
 }
 
-/** Reports applied, pending and unknown migrations without changing anything but bookkeeping. */
+/**
+ * Reports applied, pending and unknown migrations without changing anything. It creates nothing
+ * either: instances starting together on a fresh PostgreSQL database ask this while another
+ * one migrates, and an unlocked CREATE TABLE IF NOT EXISTS there fails with a duplicate key.
+ */
 export async function migrationStatus(
   database: Database,
   migrations: readonly Migration[],
 ): Promise<MigrationState> {
-  await ensureBookkeeping(database.db);
-  return describe(await readApplied(database.db), migrations, null);
+  const tables = await database.db.introspection.getTables();
+  const applied = tables.some((t) => t.name === 'aps_migrations' && !t.isView)
+    ? await readApplied(database.db)
+    : [];
+  return describe(applied, migrations, null);
 }
 
 /**

@@ -77,6 +77,17 @@ describe('migrate', () => {
     const state = await migrationStatus(db, MIGRATIONS);
     expect(state.pending).toEqual(MIGRATIONS.map((m) => m.name));
     expect(state.applied).toEqual([]);
+    // Not even the bookkeeping tables: status changes nothing.
+    const created = await sql<{ name: string }>`select name from sqlite_master`.execute(db.db);
+    expect(created.rows).toEqual([]);
+  });
+
+  it('status after migrating reports what was applied', async () => {
+    const db = open();
+    await migrate(db, [table('001')]);
+    const state = await migrationStatus(db, [table('001'), table('002')]);
+    expect(state.applied.map((a) => a.name)).toEqual(['001']);
+    expect(state.pending).toEqual(['002']);
   });
 
   it('refuses an unordered migration list (a programming error)', async () => {
