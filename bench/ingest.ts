@@ -25,7 +25,12 @@ import { createPooledConverter } from '../src/knowledge/converting/pooled.js';
 import { runConverter } from '../src/knowledge/converting/runner.js';
 import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
 import { SCIFACT_DIR } from './retrieval/sets.js';
-import { startBenchServer, stopServerProcess, type ServerProcess } from './server-process.js';
+import {
+  processCpu,
+  startBenchServer,
+  stopServerProcess,
+  type ServerProcess,
+} from './server-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -180,6 +185,31 @@ function startServer(
   });
 }
 
+interface CpuSplit {
+  server: number;
+  converters: number;
+  client: number;
+}
+
+/** CPU ms used since the last call: the server's own, its converter workers', this client's. */
+function cpuMeter(serverPid: number): () => CpuSplit {
+  let last = { ...processCpu(serverPid), client: process.cpuUsage() };
+  return () => {
+    const now = { ...processCpu(serverPid), client: process.cpuUsage() };
+    const client = process.cpuUsage(last.client);
+    const split = {
+      server: now.selfMs - last.selfMs,
+      converters: now.childrenMs - last.childrenMs,
+      client: (client.user + client.system) / 1000,
+    };
+    last = now;
+    return split;
+  };
+}
+
+const perDoc = (c: CpuSplit, n: number) =>
+  `server ${round(c.server / n, 2)}, converters ${round(c.converters / n, 2)}, client ${round(c.client / n, 2)} ms CPU per document`;
+
 /** Resident bytes of the converter workers under `serverPid` (Linux). */
 function workerRss(serverPid: number): { workers: number; bytes: number } {
   try {
@@ -205,16 +235,20 @@ async function http(docs: Abstract[], concurrency: number, env: Record<string, s
     const warm = await upload(server.base, { name: 'warm.md', text: '# Warm\n\nwarm up.\n' });
     await index(server.base, warm.id);
     let indexedOnUpload = 0;
+    const pid = server.child.pid ?? -1;
+    const cpu = cpuMeter(pid);
     const uploadsS = await pooledRun(docs, concurrency, async (doc) => {
       await upload(server.base, { name: doc.name, text: `${doc.text}\n(upload only)\n` });
     });
+    const uploadsCpu = cpu();
     const bothS = await pooledRun(docs, concurrency, async (doc) => {
       const created = await upload(server.base, doc);
       if (created.status === 'indexing') indexedOnUpload++;
       else await index(server.base, created.id);
     });
-    const rss = workerRss(server.child.pid ?? -1);
-    return { uploadsS, bothS, indexedOnUpload, rss };
+    const bothCpu = cpu();
+    const rss = workerRss(pid);
+    return { uploadsS, bothS, indexedOnUpload, rss, uploadsCpu, bothCpu };
   } finally {
     await stopServerProcess(server);
     rmSync(dataDir, { recursive: true, force: true });
@@ -244,6 +278,8 @@ async function main() {
   console.log(
     `  indexing added:     ${round(b.bothS - b.uploadsS)} s (${round((b.bothS - b.uploadsS) / b.uploadsS, 2)}× the uploads alone)`,
   );
+  console.log(`  CPU, uploads alone: ${perDoc(b.uploadsCpu, docs.length)}`);
+  console.log(`  CPU, upload + index: ${perDoc(b.bothCpu, docs.length)}`);
   if (b.indexedOnUpload > 0)
     console.log(`  (indexed by the upload's index field: ${b.indexedOnUpload})`);
   console.log(

@@ -1,5 +1,6 @@
 /** A real `aps serve` process for the HTTP benchmarks: started on a free port, stopped with SIGTERM. */
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 export interface ServerProcess {
@@ -79,4 +80,38 @@ export async function stopServerProcess(server: ServerProcess): Promise<void> {
   const exited = new Promise((r) => server.child.once('exit', r));
   server.child.kill('SIGTERM');
   await exited;
+}
+
+/** CPU milliseconds a process has used, from /proc (Linux; zeros elsewhere). */
+export interface ProcessCpu {
+  /** The process itself, every thread. */
+  selfMs: number;
+  /** Its children: those that exited (reaped) and those still running. */
+  childrenMs: number;
+}
+
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+function statFields(pid: number | string): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces), numbered from 3 (`state`).
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+export function processCpu(pid: number): ProcessCpu {
+  const own = statFields(pid);
+  if (own === null) return { selfMs: 0, childrenMs: 0 };
+  const field = (f: string[], n: number) => Number(f[n - 3] ?? 0) * TICK_MS;
+  let childrenMs = field(own, 16) + field(own, 17);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const f = statFields(entry);
+    if (f === null || Number(f[1]) !== pid) continue;
+    childrenMs += field(f, 14) + field(f, 15) + field(f, 16) + field(f, 17);
+  }
+  return { selfMs: field(own, 14) + field(own, 15), childrenMs };
 }

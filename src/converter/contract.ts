@@ -83,6 +83,17 @@ export interface WorkerJob {
   outputDir: string;
   command: string;
   lang: string;
+  /**
+   * Markdown of at most this many UTF-8 bytes comes back in the `done` message (`output`) and
+   * nothing is written to `outputDir`; larger output is written there as by the CLI.
+   */
+  inlineMaxBytes: number;
+}
+
+/** A small conversion's result, sent back in the `done` message instead of files. */
+export interface InlineOutput {
+  markdown: string;
+  meta: ConverterMeta;
 }
 
 export type WorkerMessage =
@@ -95,4 +106,5 @@ export type WorkerMessage =
       stderr: string;
       rss: number;
       loaded: string[];
+      output?: InlineOutput;
     };

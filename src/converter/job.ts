@@ -6,7 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { EXIT_CODES, EXIT_LABELS, MARKDOWN_FILE, META_FILE, type ExitCode } from './contract.js';
+import {
+  EXIT_CODES,
+  EXIT_LABELS,
+  MARKDOWN_FILE,
+  META_FILE,
+  type ConverterMeta,
+  type ExitCode,
+} from './contract.js';
 import { convertFile, DEFAULT_MAX_INPUT_BYTES, type CommandName } from './convert-file.js';
 import { DEFAULT_LIMITS, type ConvertLimits } from './formats/binary-types.js';
 import { ConvertError } from './formats/convert-error.js';
@@ -56,28 +63,52 @@ async function writeAtomic(path: string, data: string): Promise<void> {
   }
 }
 
-/** Converts `args.file` into `args.outputDir` (document.md, then meta.json). */
-export async function convertToDir(
-  args: JobArgs,
+/** Converts `args.file`: the markdown and its meta, warnings reported. */
+export async function convertInput(
+  args: Omit<JobArgs, 'outputDir'>,
   hooks: JobHooks,
-  started = performance.now(),
-): Promise<void> {
-  const { markdown, meta } = await convertFile(args.file, {
+): Promise<{ markdown: string; meta: ConverterMeta }> {
+  const converted = await convertFile(args.file, {
     command: args.command,
     maxInputBytes: envInteger('APS_CONVERT_MAX_INPUT_BYTES', DEFAULT_MAX_INPUT_BYTES),
     lang: args.lang,
     limits: limits(),
     onProgress: hooks.onProgress,
   });
-  for (const warning of meta.warnings) hooks.report('warning', warning);
+  for (const warning of converted.meta.warnings) hooks.report('warning', warning);
+  return converted;
+}
 
+const elapsed = (since: number) => Math.round((performance.now() - since) * 10) / 10;
+
+/** Writes a conversion into `outputDir` (document.md, then meta.json). */
+export async function writeOutput(
+  outputDir: string,
+  { markdown, meta }: { markdown: string; meta: ConverterMeta },
+  started: number,
+): Promise<void> {
   const writeStart = performance.now();
-  await mkdir(args.outputDir, { recursive: true });
+  await mkdir(outputDir, { recursive: true });
   // document.md first: once it exists the conversion is complete; meta.json is optional extra.
-  await writeAtomic(join(args.outputDir, MARKDOWN_FILE), markdown);
-  meta.timings.write = Math.round((performance.now() - writeStart) * 10) / 10;
-  meta.timings.total = Math.round((performance.now() - started) * 10) / 10;
-  await writeAtomic(join(args.outputDir, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+  await writeAtomic(join(outputDir, MARKDOWN_FILE), markdown);
+  meta.timings.write = elapsed(writeStart);
+  meta.timings.total = elapsed(started);
+  await writeAtomic(join(outputDir, META_FILE), `${JSON.stringify(meta, null, 2)}\n`);
+}
+
+/** The result of a conversion kept in memory (the worker's inline output): only the total. */
+export function finishInline(meta: ConverterMeta, started: number): ConverterMeta {
+  meta.timings.total = elapsed(started);
+  return meta;
+}
+
+/** Converts `args.file` into `args.outputDir` (document.md, then meta.json). */
+export async function convertToDir(
+  args: JobArgs,
+  hooks: JobHooks,
+  started = performance.now(),
+): Promise<void> {
+  await writeOutput(args.outputDir, await convertInput(args, hooks), started);
 }
 
 /** The exit code for an error thrown by a job, reported on the way (unless it was already). */

@@ -6,11 +6,14 @@
  * timeout, abort, too much memory or output, and starts another.
  *
  * Protocol: Node's IPC channel (nothing else travels on it), one JSON message each way:
- * - in:  `{type: 'job', id, file, outputDir, command, lang}` (absolute paths), one at a time;
+ * - in:  `{type: 'job', id, file, outputDir, command, lang, inlineMaxBytes}` (absolute paths),
+ *        one at a time;
  * - out: `{type: 'ready'}` once, at start;
  *        `{type: 'progress', id, done, total}` after each page of a paged format;
- *        `{type: 'done', id, code, stderr, rss, loaded}`: the exit code and stderr text the CLI
- *        would have produced, the resident memory after the job and the binary formats loaded.
+ *        `{type: 'done', id, code, stderr, rss, loaded, output?}`: the exit code and stderr text
+ *        the CLI would have produced, the resident memory after the job, the binary formats
+ *        loaded, and `output` ({markdown, meta}) when the markdown is at most `inlineMaxBytes`
+ *        (then nothing is written; larger output goes to `outputDir` as the CLI writes it).
  * The worker exits when the channel closes (the server went away or let it go).
  */
 import { performance } from 'node:perf_hooks';
@@ -18,13 +21,14 @@ import {
   CONVERTER_NAME,
   EXIT_CODES,
   type ExitCode,
+  type InlineOutput,
   type WorkerJob,
   type WorkerMessage,
 } from './contract.js';
 import { COMMANDS, type CommandName } from './convert-file.js';
 import { loadedBinaryFormats } from './formats/binary.js';
 import { resolveLanguages } from './formats/ocr.js';
-import { convertToDir, exitCodeOf } from './job.js';
+import { convertInput, exitCodeOf, finishInline, writeOutput } from './job.js';
 
 function send(message: WorkerMessage): void {
   process.send?.(message);
@@ -40,7 +44,8 @@ function isJob(value: unknown): value is WorkerJob {
     typeof m.file === 'string' &&
     typeof m.outputDir === 'string' &&
     typeof m.command === 'string' &&
-    typeof m.lang === 'string'
+    typeof m.lang === 'string' &&
+    typeof m.inlineMaxBytes === 'number'
   );
 }
 
@@ -51,13 +56,14 @@ async function runJob(job: WorkerJob): Promise<void> {
     lines.push(`${CONVERTER_NAME}: ${label}: ${message.replace(/\s*\n\s*/g, ' ')}`);
   };
   let code: ExitCode = EXIT_CODES.OK;
+  let output: InlineOutput | undefined;
   try {
     if (!(COMMANDS as readonly string[]).includes(job.command)) {
       throw new Error(`unknown command ${job.command}`);
     }
     if (!/^[A-Za-z_]+(?:\+[A-Za-z_]+)*$/.test(job.lang)) throw new Error('invalid language');
     resolveLanguages(job.lang);
-    await convertToDir(
+    const converted = await convertInput(
       { ...job, command: job.command as CommandName },
       {
         report,
@@ -65,8 +71,12 @@ async function runJob(job: WorkerJob): Promise<void> {
           send({ type: 'progress', id: job.id, done, total });
         },
       },
-      started,
     );
+    const { markdown } = converted;
+    // Characters never outnumber UTF-8 bytes: most outputs skip counting the bytes.
+    if (markdown.length <= job.inlineMaxBytes && Buffer.byteLength(markdown) <= job.inlineMaxBytes)
+      output = { markdown, meta: finishInline(converted.meta, started) };
+    else await writeOutput(job.outputDir, converted, started);
   } catch (error) {
     code = exitCodeOf(error, report);
   }
@@ -78,6 +88,7 @@ async function runJob(job: WorkerJob): Promise<void> {
     stderr,
     rss: process.memoryUsage.rss(),
     loaded: loadedBinaryFormats(),
+    ...(output === undefined ? {} : { output }),
   });
 }
 

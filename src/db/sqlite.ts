@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect, sql } from 'kysely';
+import { Kysely, SqliteDialect, sql, type SqliteDialectConfig } from 'kysely';
 import type { SqliteDatabase } from './database.js';
 import type { DB } from './schema.js';
 
@@ -23,6 +23,33 @@ function registerInertVec0(native: BetterSqlite3.Database): void {
   });
 }
 
+/** Compiled statements kept at most (the queries Kysely builds are a few hundred shapes). */
+const STATEMENT_CACHE = 512;
+
+/**
+ * The handle Kysely sees: better-sqlite3 compiles SQL at every `prepare`, and Kysely prepares
+ * every query it runs, which cost a tenth of the server's time when documents stream in. The same
+ * SQL text gets the same compiled statement (least recently used ones dropped). Safe because
+ * Kysely runs each statement to completion synchronously (`all`/`run`; nothing here streams).
+ */
+function withStatementCache(native: BetterSqlite3.Database): SqliteDialectConfig['database'] {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => native.close(),
+    prepare(text: string) {
+      let statement = cache.get(text);
+      if (statement !== undefined) {
+        cache.delete(text); // most recently used last
+      } else {
+        statement = native.prepare(text);
+        if (cache.size >= STATEMENT_CACHE) cache.delete(cache.keys().next().value as string);
+      }
+      cache.set(text, statement);
+      return statement;
+    },
+  };
+}
+
 export function openSqlite(filename: string): SqliteDatabase {
   mkdirSync(dirname(filename), { recursive: true, mode: 0o700 });
   const native = new BetterSqlite3(filename);
@@ -31,7 +58,7 @@ export function openSqlite(filename: string): SqliteDatabase {
   native.pragma('foreign_keys = ON');
   native.pragma('busy_timeout = 10000');
   registerInertVec0(native);
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: native }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });
 
   const probe = native.prepare('select 1');
   return {

@@ -129,6 +129,7 @@ export class IndexJob {
       this.deps.events.announce('document.failed', { id, projectId: null });
       throw new AppError(appError.code, this.redact(appError.message));
     } finally {
+      progress.finish();
       if (this.running.get(id) === controller) this.running.delete(id);
     }
   }

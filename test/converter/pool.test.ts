@@ -91,8 +91,9 @@ process.send({ type: 'ready' });
   return [process.execPath, path];
 }
 
+/** A job whose output is written to files (`inlineMaxBytes` 0), as the CLI writes it. */
 function job(dir: string, file: string, name = 'out') {
-  return { file, outputDir: join(dir, name), command: 'auto', lang: 'eng' };
+  return { file, outputDir: join(dir, name), command: 'auto', lang: 'eng', inlineMaxBytes: 0 };
 }
 
 function input(dir: string, name: string, content: string): string {
@@ -142,6 +143,26 @@ describe('converter pool (bundled aps-convert --worker)', () => {
       { done: 3, total: 3 },
     ]);
     expect(p.workers()).toEqual([{ pid: first.pid, jobs: 3 }]);
+  });
+
+  it('sends small output back in its message and writes nothing; larger output goes to files', async () => {
+    const dir = tempDir();
+    const p = pool();
+    const small = await p.run(
+      { ...job(dir, markdownFile(dir), 'small'), inlineMaxBytes: 100 },
+      RUN,
+    );
+    expect(small.code).toBe(0);
+    expect(small.output?.markdown).toBe('# Title\n\nSome words about owls.\n');
+    expect(small.output?.meta).toMatchObject({ converter: 'aps-convert', format: 'markdown' });
+    expect(small.output?.meta.timings.total).toBeGreaterThan(0);
+    expect(existsSync(join(dir, 'small'))).toBe(false);
+    // 31 bytes of markdown over a limit of 30: files, as the CLI writes them.
+    const large = await p.run({ ...job(dir, markdownFile(dir), 'large'), inlineMaxBytes: 30 }, RUN);
+    expect(large.code).toBe(0);
+    expect(large.output).toBeUndefined();
+    expect(readFileSync(join(dir, 'large', 'document.md'), 'utf8')).toContain('owls');
+    expect(existsSync(join(dir, 'large', 'meta.json'))).toBe(true);
   });
 
   it('reports the CLI exit code and stderr of a failed conversion, and keeps the worker', async () => {

@@ -5,9 +5,9 @@
  */
 import { get, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createTestApp, type TestApp } from '../helpers.js';
+import { bearer, createTestApp, tempDir, type TestApp } from '../helpers.js';
 import { freshDatabase, TEST_DATABASE_URL, type FreshDatabase } from '../postgres/pg.js';
-import { KnowledgeClient, knowledgeApp, type DocumentBody } from './helpers.js';
+import { fakeConverters, KnowledgeClient, knowledgeApp, type DocumentBody } from './helpers.js';
 
 interface Received {
   type: string;
@@ -146,6 +146,8 @@ describe('events stream', () => {
     ({ t, k } = await knowledgeApp({
       KNOWLEDGE_EVENTS_HEARTBEAT_MS: '200',
       KNOWLEDGE_EVENTS_MAX_STREAMS: '3',
+      // `slow` converts in 0.7 s: a run long enough to report progress (a short one reports none).
+      KNOWLEDGE_COMMANDS_FILE: fakeConverters(tempDir()),
     }));
   });
   afterAll(() => t.close());
@@ -158,7 +160,7 @@ describe('events stream', () => {
     const created = await stream.until((e) => e.type === 'document.created');
     expect(created.data).toMatchObject({ id: doc.id, status: 'uploaded', progress: null });
 
-    await k.indexOk(doc.id, { maxChars: 400 });
+    await k.indexOk(doc.id, { maxChars: 400, commandId: 'slow' });
     const indexed = await stream.until((e) => e.type === 'document.indexed');
     expect(indexed.data).toMatchObject({ id: doc.id, status: 'indexed', progress: null });
     const progress = stream.events.filter((e) => e.type === 'document.progress');
@@ -170,6 +172,7 @@ describe('events stream', () => {
       expect(['queued', 'converting', 'chunking', 'embedding', 'committing']).toContain(p.stage);
       if (p.total !== null) expect(p.done).toBeLessThanOrEqual(p.total);
     }
+    expect(stages.map((p) => p.stage)).toContain('converting');
     const types = stream.events.map((e) => e.type);
     expect(types.indexOf('document.created')).toBeLessThan(types.indexOf('document.indexed'));
 

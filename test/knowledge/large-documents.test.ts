@@ -166,6 +166,37 @@ describe('large documents', () => {
     expect(await indexRowCount(t.ctx, doc.id)).toBe(2100);
   });
 
+  it('(SQLite) a small run commits in one step, after purging what a crashed run left', async (ctx) => {
+    const { t, k } = await knowledgeApp();
+    apps.push(t);
+    if (t.ctx.database.driver !== 'sqlite') return ctx.skip();
+    const repo = new DocumentsRepository(t.ctx.database.db);
+    const store = await storeOf(t.ctx);
+    const doc = await k.uploadOk('small.txt', 'placeholder');
+    const first = await commitVersion(repo, store, doc.id, chunks(40, 'oldversion', 0));
+    expect(await first.commit).toBe('committed');
+    expect(await versions(store, doc.id)).toEqual(['oldversion', 'oldversion']);
+    // A larger run crashes in its second slice: staged rows stay behind, invisible.
+    const broken = chunks(300, 'brokenversion', 1, (i) => (i === 200 ? 199 : i));
+    const crashed = await commitVersion(repo, store, doc.id, broken);
+    await expect(crashed.commit).rejects.toThrow(/UNIQUE/);
+    expect(await chunksOfRun(t.ctx, doc.id, crashed.token)).toBe(128);
+    await repo.failIndex(doc.id, crashed.token, 'interrupted');
+    // The next small run purges them first, then replaces the old version in one step.
+    const second = await commitVersion(repo, store, doc.id, chunks(40, 'newversion', 1));
+    expect(await second.commit).toBe('committed');
+    expect(await versions(store, doc.id)).toEqual(['newversion', 'newversion']);
+    expect(await chunksOfRun(t.ctx, doc.id, crashed.token)).toBe(0);
+    expect(await chunksOfRun(t.ctx, doc.id, first.token)).toBe(0);
+    expect(await indexRowCount(t.ctx, doc.id)).toBe(120);
+    // And again with nothing to purge: the replaced version's rows go after the flip.
+    const third = await commitVersion(repo, store, doc.id, chunks(30, 'thirdversion', 1));
+    expect(await third.commit).toBe('committed');
+    expect(await versions(store, doc.id)).toEqual(['thirdversion', 'thirdversion']);
+    expect(await indexRowCount(t.ctx, doc.id)).toBe(90);
+    expect((await repo.findById(doc.id))?.status).toBe('indexed');
+  });
+
   it('a run whose token was taken over is discarded and writes nothing', async () => {
     const { t, k } = await knowledgeApp();
     apps.push(t);
@@ -186,6 +217,16 @@ describe('large documents', () => {
       document: { markdown_path: null, converter_command: 'test', converter_meta: null },
     });
     expect(outcome).toBe('discarded');
+    // The same for a run small enough to commit in one step.
+    const small = await store.commitIndex({
+      documentId: doc.id,
+      indexToken: `${token}#2`,
+      model: MODEL,
+      dimensions: 4,
+      chunks: chunks(5, 'stale', 0),
+      document: { markdown_path: null, converter_command: 'test', converter_meta: null },
+    });
+    expect(small).toBe('discarded');
     expect(await indexRowCount(t.ctx, doc.id)).toBe(0);
     expect((await repo.findById(doc.id))?.index_token).toBe(`${token}#3`);
   });

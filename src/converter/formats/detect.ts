@@ -18,7 +18,7 @@
  *    Structure-promising extensions (`.md`, `.csv`, `.json`) are not overridden by content sniffing.
  */
 import { extname } from 'node:path';
-import { fileTypeFromFile } from 'file-type';
+import { fileTypeFromBuffer, fileTypeFromFile } from 'file-type';
 import { BINARY_FORMATS, isBinaryFormat } from './binary.js';
 import { looksLikeHtml } from './html.js';
 import { decodeText, looksBinary } from './text.js';
@@ -164,6 +164,17 @@ export function convertibleFormats(): string[] {
 /** The content's binary signature, read from the file itself (only its first bytes are read). */
 export async function sniffSignature(path: string): Promise<Signature | undefined> {
   const result = await fileTypeFromFile(path);
+  return result === undefined ? undefined : { ext: result.ext, mime: result.mime };
+}
+
+/**
+ * The signature of a file whose first bytes (`head`, SNIFF_BYTES at most) are all it takes: a
+ * text-looking head, where only the leading magic of the text-based documents (PDF, RTF,
+ * PostScript, PGP) decides anything. A binary head needs `sniffSignature`: a zip's parts may lie
+ * further in.
+ */
+export async function sniffHead(head: Uint8Array): Promise<Signature | undefined> {
+  const result = await fileTypeFromBuffer(head);
   return result === undefined ? undefined : { ext: result.ext, mime: result.mime };
 }
 

@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import type { WorkerJob, WorkerMessage } from '../../converter/contract.js';
+import type { InlineOutput, WorkerJob, WorkerMessage } from '../../converter/contract.js';
 import {
   killGroup,
   Tail,
@@ -37,6 +37,8 @@ export interface PoolJob {
   outputDir: string;
   command: string;
   lang: string;
+  /** Markdown up to this size comes back in the outcome (`output`) instead of files. */
+  inlineMaxBytes: number;
 }
 
 export interface PoolRunOptions {
@@ -51,6 +53,8 @@ export interface PoolOutcome extends ProcessOutcome {
   pid: number;
   /** Binary formats whose converters the worker had loaded after the job. */
   loaded: string[];
+  /** The markdown and meta of a successful small conversion (nothing was written). */
+  output?: InlineOutput;
 }
 
 /** A worker exited before it was ready, twice in a row: the converter cannot start. */
@@ -189,6 +193,7 @@ class Worker {
       signal: NodeJS.Signals | null;
       stderr: string;
       loaded: string[];
+      output?: InlineOutput;
     }>((resolve) => {
       this.onExit = (code, signal) => {
         resolve({ code, signal, stderr: '', loaded: [] });
@@ -198,7 +203,13 @@ class Worker {
           opts.onProgress?.({ done: m.done, total: m.total });
         if (m.type === 'done' && m.id === id) {
           this.lastRss = m.rss;
-          resolve({ code: m.code, signal: null, stderr: m.stderr, loaded: m.loaded });
+          resolve({
+            code: m.code,
+            signal: null,
+            stderr: m.stderr,
+            loaded: m.loaded,
+            output: m.output,
+          });
         }
       };
       if (opts.signal?.aborted === true) stop('aborted');
@@ -227,6 +238,7 @@ class Worker {
       durationMs: Math.round(performance.now() - started),
       pid: this.pid,
       loaded: result.loaded,
+      ...(stopped === null && result.output !== undefined ? { output: result.output } : {}),
     } satisfies PoolOutcome;
   }
 }

@@ -3,6 +3,7 @@
  * (pool.ts), every other command (KNOWLEDGE_COMMANDS_FILE, a KNOWLEDGE_CONVERTER_PATH binary)
  * as one process per run (runner.ts), exactly as before the pool.
  */
+import { resolve } from 'node:path';
 import type { Config } from '../../config.js';
 import type { ConverterCommand } from './commands.js';
 import { bundledConverterPath } from './commands.js';
@@ -12,11 +13,17 @@ import {
   checkScript,
   childEnv,
   collectOutput,
-  prepareRun,
+  inlineResult,
   runConverter,
   type ConverterResult,
   type RunConverterOptions,
 } from './runner.js';
+
+/**
+ * Output up to this size travels back in the worker's IPC message instead of two files written,
+ * read and removed; the message is parsed on the server's event loop, so it stays small.
+ */
+const INLINE_MAX_BYTES = 1024 * 1024;
 
 export type ConvertFunction = (
   command: ConverterCommand,
@@ -57,16 +64,28 @@ export function createPooledConverter(config: Config['knowledge']): PooledConver
     maxRssBytes: config.converterWorkerMaxMemoryMb * 1024 * 1024,
     env: childEnv(),
   });
+  let scriptFound = false;
   const convert: ConvertFunction = async (command, input, outputDir, opts) => {
     const name = pooledCommandName(command, invocation);
     if (name === null) return runConverter(command, input, outputDir, opts);
     opts.signal?.throwIfAborted();
-    const values = await prepareRun(input, outputDir);
-    await checkScript(command); // a missing dist/ is reported as such
+    if (!scriptFound) {
+      await checkScript(command); // a missing dist/ is reported as such
+      scriptFound = true;
+    }
+    // The worker creates the output directory only for output too large to send back.
+    const values = { input: resolve(input), outputDir: resolve(outputDir) };
+    const inlineMaxBytes = Math.min(INLINE_MAX_BYTES, opts.maxOutputBytes);
     let outcome: PoolOutcome;
     try {
       outcome = await pool.run(
-        { file: values.input, outputDir: values.outputDir, command: name, lang: 'eng' },
+        {
+          file: values.input,
+          outputDir: values.outputDir,
+          command: name,
+          lang: 'eng',
+          inlineMaxBytes,
+        },
         opts,
       );
     } catch (error) {
@@ -75,10 +94,11 @@ export function createPooledConverter(config: Config['knowledge']): PooledConver
         cause: error,
       });
     }
-    return collectOutput(command, values.outputDir, outcome, {
-      ...opts,
-      maxRssBytes: config.converterWorkerMaxMemoryMb * 1024 * 1024,
-    });
+    const limits = { ...opts, maxRssBytes: config.converterWorkerMaxMemoryMb * 1024 * 1024 };
+    const { output } = outcome;
+    return output === undefined
+      ? collectOutput(command, values.outputDir, outcome, limits)
+      : inlineResult(command, { ...outcome, output }, limits);
   };
   return { convert, pool, close: () => pool.close() };
 }

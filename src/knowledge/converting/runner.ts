@@ -5,7 +5,12 @@
  */
 import { lstat, mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { MARKDOWN_FILE, META_FILE, type ConverterMeta } from '../../converter/contract.js';
+import {
+  MARKDOWN_FILE,
+  META_FILE,
+  type ConverterMeta,
+  type InlineOutput,
+} from '../../converter/contract.js';
 import { AppError } from '../../errors.js';
 import type { ConverterCommand } from './commands.js';
 import { failure } from './failures.js';
@@ -181,6 +186,38 @@ export async function runConverter(
   return collectOutput(command, values.outputDir, outcome, opts);
 }
 
+/** Throws the AppError of a run that did not succeed (or `signal.reason` when aborted). */
+function checkOutcome(
+  command: ConverterCommand,
+  outcome: ProcessOutcome,
+  opts: RunConverterOptions & { maxRssBytes?: number },
+): void {
+  if (outcome.stopped === 'aborted') opts.signal?.throwIfAborted();
+  if (outcome.stopped !== null || outcome.signal !== null || outcome.code !== 0) {
+    throw failure(outcome, command, opts);
+  }
+}
+
+/** The result of a run's markdown; a blank one is an error. */
+function result(
+  markdown: string,
+  meta: ConverterMeta | null,
+  outcome: ProcessOutcome,
+): ConverterResult {
+  if (markdown.trim() === '') {
+    throw new AppError(
+      'KNOWLEDGE_CONVERTER_NO_MARKDOWN',
+      'The converter found no text to extract from this file.',
+    );
+  }
+  return {
+    markdown: markdown.replace(/^\uFEFF/, ''),
+    meta,
+    stderr: outcome.stderr,
+    durationMs: outcome.durationMs,
+  };
+}
+
 /**
  * What a finished run left: the markdown (and meta) of `outputDir`, or the AppError for its
  * outcome. Shared by a process per run (above) and the worker pool (pool.ts).
@@ -191,13 +228,8 @@ export async function collectOutput(
   outcome: ProcessOutcome,
   opts: RunConverterOptions & { maxRssBytes?: number },
 ): Promise<ConverterResult> {
-  const values = { outputDir };
-  if (outcome.stopped === 'aborted') opts.signal?.throwIfAborted();
-  if (outcome.stopped !== null || outcome.signal !== null || outcome.code !== 0) {
-    throw failure(outcome, command, opts);
-  }
-
-  const path = await findMarkdown(values.outputDir, command.builtin === true);
+  checkOutcome(command, outcome, opts);
+  const path = await findMarkdown(outputDir, command.builtin === true);
   if (path === null) {
     throw new AppError(
       'KNOWLEDGE_CONVERTER_NO_MARKDOWN',
@@ -212,16 +244,26 @@ export async function collectOutput(
       `The converter output is too large (${mib(size)}; the limit is ${mib(opts.maxOutputBytes)}).`,
     );
   }
-  if (markdown.trim() === '') {
+  return result(markdown, await readMeta(outputDir), outcome);
+}
+
+/**
+ * The same for a pooled run that sent its (small) output back in its last message instead of
+ * writing files (converter/worker.ts); the meta is validated as a file's would be.
+ */
+export function inlineResult(
+  command: ConverterCommand,
+  outcome: ProcessOutcome & { output: InlineOutput },
+  opts: RunConverterOptions & { maxRssBytes?: number },
+): ConverterResult {
+  checkOutcome(command, outcome, opts);
+  const { markdown, meta } = outcome.output;
+  const bytes = Buffer.byteLength(markdown);
+  if (bytes > opts.maxOutputBytes) {
     throw new AppError(
-      'KNOWLEDGE_CONVERTER_NO_MARKDOWN',
-      'The converter found no text to extract from this file.',
+      'KNOWLEDGE_CONVERTER_FAILED',
+      `The converter output is too large (${mib(bytes)}; the limit is ${mib(opts.maxOutputBytes)}).`,
     );
   }
-  return {
-    markdown: markdown.replace(/^\uFEFF/, ''),
-    meta: await readMeta(values.outputDir),
-    stderr: outcome.stderr,
-    durationMs: outcome.durationMs,
-  };
+  return result(markdown, parseMeta(meta), outcome);
 }

@@ -37,7 +37,7 @@ type KeywordText = [
 export type ChunkLexemes = [section: Int32Array, content: Int32Array];
 
 /** What a committed write added, to apply to the loaded copies. */
-interface AddedRows {
+export interface AddedRows {
   /** The vector table written to, and its rows. */
   table: string;
   vectors: IndexRow[];

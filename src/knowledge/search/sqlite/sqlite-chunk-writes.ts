@@ -20,7 +20,7 @@ import { sliceTurn } from '../../../turns.js';
 import type { IndexCommit, NewChunk } from '../chunk-store.js';
 import { markIndexedSql } from '../chunk-store.js';
 import { sharedLexer } from './fts5-lexer.js';
-import { tokenizeChunksNow, type SearchIndexes } from './search-indexes.js';
+import { tokenizeChunksNow, type AddedRows, type SearchIndexes } from './search-indexes.js';
 import type { Statements } from './statements.js';
 import type { VectorTables } from './vector-tables.js';
 
@@ -77,7 +77,20 @@ export class SqliteChunkWrites {
 
   async commit(commit: IndexCommit): Promise<'committed' | 'discarded'> {
     const key = stagingKey(commit.indexToken);
-    if (this.owner(commit) === undefined) return 'discarded';
+    if (commit.chunks.length <= SLICE) {
+      let small: ReturnType<SqliteChunkWrites['commitSmall']>;
+      try {
+        small = this.commitSmall(commit);
+      } catch (error) {
+        this.tables.forget(); // a vector table created in the rolled-back transaction is gone
+        throw error;
+      }
+      if (small === 'discarded') return small;
+      if (small !== 'leftovers') {
+        await this.purge(commit.documentId, { run: small.replaced });
+        return 'committed';
+      }
+    } else if (this.owner(commit) === undefined) return 'discarded';
     // Leftovers of a crashed or retried run of this document (this run's token included).
     await this.purge(commit.documentId, { leftoverOf: commit.indexToken });
     try {
@@ -103,6 +116,37 @@ export class SqliteChunkWrites {
     return 'discarded';
   }
 
+  /**
+   * A run of at most SLICE chunks in one short transaction: written and made current at once,
+   * the copies updated in the same step (no staging: the slices and the flip would cost three
+   * transactions for what fits in one). `leftovers` when a crashed or earlier attempt left rows
+   * to purge first: the sliced path does that.
+   */
+  private commitSmall(
+    commit: IndexCommit,
+  ): { replaced: string | null } | 'discarded' | 'leftovers' {
+    const done = this.db
+      .transaction(() => {
+        const doc = this.owner(commit);
+        if (doc === undefined) return 'discarded' as const;
+        const leftover = this.statement(
+          `select 1 from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+           where c.document_id = ? and (${PURGEABLE} or c.run_token = ?) limit 1`,
+        ).get(commit.documentId, commit.indexToken);
+        if (leftover !== undefined) return 'leftovers' as const;
+        const before = this.indexes.generation();
+        const table = this.tables.ensure(commit.model, commit.dimensions);
+        const rowids = this.insert(commit, commit.chunks, doc);
+        const replaced = this.makeCurrent(commit);
+        const added = this.added(commit.chunks, doc, rowids, table, commit.documentId);
+        return { before, after: this.indexes.generation(), replaced, added };
+      })
+      .immediate();
+    if (typeof done === 'string') return done;
+    this.indexes.applyWrite(done.before, done.after, commit.documentId, done.added);
+    return { replaced: done.replaced };
+  }
+
   /** One slice in one transaction; false when the run no longer owns the document. */
   private stageSlice(commit: IndexCommit, from: number, key: string): boolean {
     const slice = commit.chunks.slice(from, from + SLICE);
@@ -117,34 +161,40 @@ export class SqliteChunkWrites {
       })
       .immediate();
     if (written === null) return false;
-    const { doc, rowids } = written;
-    this.indexes.stage(
-      written.before,
-      written.after,
-      key,
-      {
-        table: written.table,
-        vectors: slice.map((c) => ({
-          chunkId: c.id,
-          documentId: key,
-          projectKey: doc.project_key,
-          vector: c.vector,
-        })),
-        keyword: () => {
-          const name = sharedLexer().tokenize([doc.name])[0] ?? new Int32Array(0);
-          const texts = tokenizeChunksNow(slice);
-          return slice.map((c, i) => ({
-            rowid: rowids[i] ?? 0,
-            chunkId: c.id,
-            documentId: key,
-            projectId: doc.project_id,
-            columns: [name, ...(texts[i] ?? [new Int32Array(0), new Int32Array(0)])],
-          }));
-        },
-      },
-      from === 0,
-    );
+    const { doc, rowids, table } = written;
+    const added = this.added(slice, doc, rowids, table, key);
+    this.indexes.stage(written.before, written.after, key, added, from === 0);
     return true;
+  }
+
+  /** The rows the in-process copies add for `chunks`, under `documentId` (or a staging key). */
+  private added(
+    chunks: NewChunk[],
+    doc: StagedDocument,
+    rowids: number[],
+    table: string,
+    documentId: string,
+  ): AddedRows {
+    return {
+      table,
+      vectors: chunks.map((c) => ({
+        chunkId: c.id,
+        documentId,
+        projectKey: doc.project_key,
+        vector: c.vector,
+      })),
+      keyword: () => {
+        const name = sharedLexer().tokenize([doc.name])[0] ?? new Int32Array(0);
+        const texts = tokenizeChunksNow(chunks);
+        return chunks.map((c, i) => ({
+          rowid: rowids[i] ?? 0,
+          chunkId: c.id,
+          documentId,
+          projectId: doc.project_id,
+          columns: [name, ...(texts[i] ?? [new Int32Array(0), new Int32Array(0)])],
+        }));
+      },
+    };
   }
 
   /** Inserts the chunks under the run's token; returns their FTS rowids. */
@@ -208,23 +258,31 @@ export class SqliteChunkWrites {
           throw new Error(`${commit.chunks.length - staged} staged chunks are missing`);
         }
         const before = this.indexes.generation();
-        const replaced = this.statement('select chunk_token from knowledge_documents where id = ?')
-          .pluck()
-          .get(commit.documentId) as string | null;
-        const now = new Date().toISOString();
-        const update = markIndexedSql(commit, now, () => '?');
-        this.statement(update.sql).run(...update.params);
-        this.statement('update knowledge_documents set chunk_token = ? where id = ?').run(
-          commit.indexToken,
-          commit.documentId,
-        );
-        this.recordChange(commit.documentId);
+        const replaced = this.makeCurrent(commit);
         return { before, after: this.indexes.generation(), replaced };
       })
       .immediate();
     if (done === null) return false;
     this.indexes.flip(done.before, done.after, commit.documentId, key);
     return done.replaced;
+  }
+
+  /**
+   * Inside a transaction: the run's rows become the document's current chunks and the document
+   * `indexed`. Returns the token of the chunks it replaced.
+   */
+  private makeCurrent(commit: IndexCommit): string | null {
+    const replaced = this.statement('select chunk_token from knowledge_documents where id = ?')
+      .pluck()
+      .get(commit.documentId) as string | null;
+    const update = markIndexedSql(commit, new Date().toISOString(), () => '?');
+    this.statement(update.sql).run(...update.params);
+    this.statement('update knowledge_documents set chunk_token = ? where id = ?').run(
+      commit.indexToken,
+      commit.documentId,
+    );
+    this.recordChange(commit.documentId);
+    return replaced;
   }
 
   /** Hides the document in one short transaction; false if there is no such (visible) one. */
@@ -287,6 +345,8 @@ export class SqliteChunkWrites {
 
   /** Deletes up to PURGE_SLICE chunks the query finds, with their index rows; returns how many. */
   private purgeSlice(select: string, params: unknown[]): number {
+    // Most purges find nothing (a document's first index): no write transaction for them.
+    if (this.statement(select).raw().get(...params) === undefined) return 0;
     let before = 0;
     let after = 0;
     const count = this.db
