@@ -11,6 +11,7 @@
  * index-job.ts runs it as a queue job; failures are that file's to report.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
@@ -136,7 +137,9 @@ export class IndexPipeline {
         embeddingModel: this.deps.embedder.model,
       };
     } finally {
-      await rm(outputDir, { recursive: true, force: true });
+      // Usually nothing is there (the pooled converter sends small output back): a sync check
+      // is microseconds, a thread-pool round trip costs more than that (storage/local-storage.ts).
+      if (existsSync(outputDir)) await rm(outputDir, { recursive: true, force: true });
     }
   }
 

@@ -3,16 +3,19 @@
  * directory, hashed on the way, refused as soon as it grows past the limit.
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { PendingFile } from './storage.js';
 import { scratchName } from './scratch.js';
+import { SpillFile } from './spill-file.js';
 
 /** Bytes kept from the start of an upload, for content sniffing. */
 const HEAD_BYTES = 4100;
+/** An upload up to this size is held in memory and written at its end (spill-file.ts). */
+const MEMORY_BYTES = 64 * 1024;
 
 export interface Received {
   tempPath: string;
@@ -31,7 +34,7 @@ async function receiveToScratch(
 ): Promise<Received> {
   // A multipart part whose request broke off arrives destroyed: there is nothing to receive.
   if (input.destroyed) throw input.errored ?? new Error('The upload ended before its file arrived');
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  mkdirSync(dir, { recursive: true, mode: 0o700 }); // see local-storage.ts: microseconds
   const tempPath = join(dir, scratchName('upload'));
   const hash = createHash('sha256');
   let size = 0;
@@ -52,7 +55,7 @@ async function receiveToScratch(
       done(null, chunk);
     },
   });
-  const output = createWriteStream(tempPath, { mode: 0o600 });
+  const output = new SpillFile(tempPath, MEMORY_BYTES);
   try {
     await pipeline(input, meter, output);
   } catch (error) {

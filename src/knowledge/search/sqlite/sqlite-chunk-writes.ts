@@ -346,7 +346,12 @@ export class SqliteChunkWrites {
   /** Deletes up to PURGE_SLICE chunks the query finds, with their index rows; returns how many. */
   private purgeSlice(select: string, params: unknown[]): number {
     // Most purges find nothing (a document's first index): no write transaction for them.
-    if (this.statement(select).raw().get(...params) === undefined) return 0;
+    if (
+      this.statement(select)
+        .raw()
+        .get(...params) === undefined
+    )
+      return 0;
     let before = 0;
     let after = 0;
     const count = this.db
