@@ -1,21 +1,22 @@
 /**
  * FileStorage on a local directory (which may be a shared volume).
  *
- * Directory creation, renames and small writes are synchronous: each takes microseconds on a
- * disk, while its promise version costs a thread-pool round trip (~0.2-0.3 ms of CPU measured on
- * a 2-core machine), which was a good part of what a small document costs to ingest. Large
- * writes stay asynchronous, so they never hold the event loop.
+ * Renames, removals and checks are synchronous: each takes microseconds, while its promise
+ * version costs a thread-pool round trip (~0.2 ms of CPU measured on a 2-core machine), which was
+ * a good part of what a small document costs to ingest. Creating files and directories stays
+ * asynchronous: on a journaling disk that costs up to a millisecond of system time, better spent
+ * off the event loop. A directory is created only when a write finds it missing.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { renameSync, rmSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { receivePending } from './receive.js';
 import type { FileStorage, PendingFile } from './storage.js';
 
-/** Writes up to this size are synchronous (see above). */
-const SYNC_WRITE_BYTES = 256 * 1024;
+const missingDirectory = (error: unknown) =>
+  (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
 
 export class LocalStorage implements FileStorage {
   private readonly tmpDir: string;
@@ -45,32 +46,35 @@ export class LocalStorage implements FileStorage {
   receive(input: Readable, maxBytes: number, tooLarge: () => Error): Promise<PendingFile> {
     return receivePending(this.tmpDir, input, maxBytes, tooLarge, async ({ tempPath }, key) => {
       const target = this.localPath(key);
-      mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
-      renameSync(tempPath, target);
-      return Promise.resolve();
+      try {
+        renameSync(tempPath, target);
+      } catch (error) {
+        if (!missingDirectory(error)) throw error;
+        await this.makeDirectory(target);
+        renameSync(tempPath, target);
+      }
     });
   }
 
   async writeFile(key: string, data: string | Uint8Array): Promise<void> {
     const target = this.localPath(key);
     const temp = `${target}.${randomUUID()}.tmp`;
-    // A string's UTF-8 size is at most three bytes per character.
-    const small =
-      (typeof data === 'string' ? data.length * 3 : data.byteLength) <= SYNC_WRITE_BYTES;
     try {
-      if (small) {
-        mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
-        writeFileSync(temp, data, { mode: 0o600 });
-        renameSync(temp, target);
-      } else {
-        await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+      await writeFile(temp, data, { mode: 0o600 }).catch(async (error: unknown) => {
+        if (!missingDirectory(error)) throw error;
+        await this.makeDirectory(target);
         await writeFile(temp, data, { mode: 0o600 });
-        await rename(temp, target);
-      }
+      });
+      renameSync(temp, target);
     } catch (error) {
       rmSync(temp, { force: true });
       throw error;
     }
+  }
+
+  /** The directory `path` goes in. */
+  private async makeDirectory(path: string): Promise<void> {
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   }
 
   readText(key: string): Promise<string> {

@@ -1,17 +1,19 @@
 /**
- * A file sink for uploads that holds a small upload in memory and writes it with one synchronous
- * call when it ends, and streams a larger one to the file from the moment it outgrows
- * `memoryBytes`. Most documents are small: a write stream costs them three thread-pool round trips
- * (open, write, close), most of what receiving them costs (see local-storage.ts); a synchronous
- * write of a few kilobytes takes microseconds.
+ * A file sink for uploads that holds a small upload in memory and writes it in one call when it
+ * ends, and streams a larger one to the file from the moment it outgrows `memoryBytes`. Most
+ * documents are small: a write stream costs them a thread-pool round trip per chunk on top of the
+ * open and the close.
  */
-import { createWriteStream, writeFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 
 export class SpillFile extends Writable {
   private buffered: Buffer[] = [];
   private bufferedBytes = 0;
   private file: WriteStream | null = null;
+  /** The one write of a small upload, while it runs. */
+  private writing: Promise<void> | null = null;
 
   constructor(
     private readonly path: string,
@@ -36,13 +38,17 @@ export class SpillFile extends Writable {
   override _final(done: (error?: Error) => void): void {
     const file = this.file;
     if (file === null) {
-      try {
-        writeFileSync(this.path, Buffer.concat(this.buffered), { mode: this.mode });
-        this.buffered = [];
-        done();
-      } catch (error) {
-        done(error as Error);
-      }
+      const data = Buffer.concat(this.buffered);
+      this.buffered = [];
+      this.writing = writeFile(this.path, data, { mode: this.mode });
+      this.writing.then(
+        () => {
+          done();
+        },
+        (error: unknown) => {
+          done(error as Error);
+        },
+      );
       return;
     }
     file.end();
@@ -55,6 +61,14 @@ export class SpillFile extends Writable {
   override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
     this.buffered = [];
     const file = this.file;
+    if (this.writing !== null) {
+      // Reported closed only once the write is over: removing the file then cannot race it.
+      const settled = () => {
+        done(error);
+      };
+      this.writing.then(settled, settled);
+      return;
+    }
     if (file === null || file.closed) {
       done(error);
       return;
