@@ -58,7 +58,9 @@ export function openSqlite(filename: string): SqliteDatabase {
   native.pragma('foreign_keys = ON');
   native.pragma('busy_timeout = 10000');
   registerInertVec0(native);
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(native) }) });
+  const db = new Kysely<DB>({
+    dialect: new SqliteDialect({ database: withStatementCache(native) }),
+  });
 
   const probe = native.prepare('select 1');
   return {
