@@ -10,7 +10,7 @@
  *
  * index-job.ts runs it as a queue job; failures are that file's to report.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,7 +18,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import type { DocumentRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
-import { chunkMarkdown, type Chunk } from './chunker.js';
+import type { Chunk } from './chunker.js';
+import { embeddingText } from './chunk-hashes.js';
+import { chunkDocument } from './chunking.js';
 import type { ConverterCommand } from './converting/commands.js';
 import { conversionKey, reusableMarkdown, withConversionKey } from './converting/conversion-key.js';
 import type { runConverter } from './converting/runner.js';
@@ -75,13 +77,6 @@ type Timings = Record<string, number>;
 
 /** Chunks per embedding request of a run (progress is reported between them). */
 const EMBED_PART = 2048;
-
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
-
-/** What the embedder sees: the section trail gives a chunk the context its heading carries. */
-function embeddingText(sectionPath: string, content: string): string {
-  return sectionPath === '' ? content : `${sectionPath}\n${content}`;
-}
 
 /** Runs `stage` and records its duration under `name`. */
 async function timed<T>(timings: Timings, name: string, stage: () => Promise<T> | T): Promise<T> {
@@ -190,7 +185,9 @@ export class IndexPipeline {
     progress: ProgressReporter,
   ): Promise<Embedded> {
     progress.stage('chunking');
-    const chunks = await timed(timings, 'chunkMs', () => chunkMarkdown(markdown, params));
+    const { chunks, hashes: textHashes } = await timed(timings, 'chunkMs', () =>
+      chunkDocument(markdown, params, signal),
+    );
     if (chunks.length === 0) {
       throw new AppError(
         'KNOWLEDGE_NO_CHUNKS_GENERATED',
@@ -199,7 +196,7 @@ export class IndexPipeline {
     }
     progress.stage('embedding', chunks.length);
     const { vectors, hashes, cached } = await timed(timings, 'embedMs', () =>
-      this.embed(chunks, signal, progress),
+      this.embed(chunks, textHashes, signal, progress),
     );
     signal.throwIfAborted();
     const dimensions = this.deps.embedder.dimensions;
@@ -224,30 +221,36 @@ export class IndexPipeline {
    */
   private async embed(
     chunks: readonly Chunk[],
+    hashes: string[],
     signal: AbortSignal,
     progress: ProgressReporter,
   ): Promise<{ vectors: Float32Array[]; hashes: string[]; cached: number }> {
     const { embedder, store } = this.deps;
     await embedder.ready();
-    const texts = chunks.map((c) => embeddingText(c.sectionPath, c.content));
-    const hashes = texts.map(sha256);
     const known = await store.cachedVectors(embedder.model, embedder.dimensions, [
       ...new Set(hashes),
     ]);
-    const missing = texts.flatMap((text, i) => (known.has(hashes[i] ?? '') ? [] : [{ text, i }]));
+    const missing: number[] = [];
+    hashes.forEach((h, i) => {
+      if (!known.has(h)) missing.push(i);
+    });
     // In parts, so that progress can be reported between them.
     const fresh: Float32Array[] = [];
-    progress.advance(texts.length - missing.length);
+    const cached = chunks.length - missing.length;
+    progress.advance(cached);
     for (let at = 0; at < missing.length; at += EMBED_PART) {
-      const part = missing.slice(at, at + EMBED_PART).map((m) => m.text);
-      fresh.push(...(await embedder.embedDocuments(part, signal)));
-      progress.advance(texts.length - missing.length + at + part.length);
+      const part = missing.slice(at, at + EMBED_PART).map((i) => {
+        const c = chunks[i] as Chunk;
+        return embeddingText(c.sectionPath, c.content);
+      });
+      for (const vector of await embedder.embedDocuments(part, signal)) fresh.push(vector);
+      progress.advance(cached + at + part.length);
     }
     const vectors = hashes.map((h) => known.get(h) ?? new Float32Array(0));
-    missing.forEach((m, j) => {
-      vectors[m.i] = fresh[j] ?? new Float32Array(embedder.dimensions);
+    missing.forEach((i, j) => {
+      vectors[i] = fresh[j] ?? new Float32Array(embedder.dimensions);
     });
-    return { vectors, hashes, cached: texts.length - missing.length };
+    return { vectors, hashes, cached };
   }
 
   /**

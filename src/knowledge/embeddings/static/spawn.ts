@@ -60,26 +60,39 @@ import(workerData.entry).catch((error) => setImmediate(() => { throw error; }));
 
 type WorkerMode = 'compiled' | 'typescript';
 
-export function spawnEmbeddingWorker(): { worker: Worker; mode: WorkerMode } {
-  const compiled = new URL('./worker.js', import.meta.url);
+/**
+ * A worker thread running `<name>.js` next to `base` (a module's `import.meta.url`), or its
+ * `.ts` source through the hooks above. Throws an Error saying what is missing.
+ */
+export function spawnWorkerModule(
+  base: string,
+  name: string,
+): { worker: Worker; mode: WorkerMode } {
+  const compiled = new URL(`./${name}.js`, base);
   if (existsSync(fileURLToPath(compiled)))
     return { worker: new Worker(compiled), mode: 'compiled' };
 
-  const source = new URL('./worker.ts', import.meta.url);
+  const source = new URL(`./${name}.ts`, base);
   if (!existsSync(fileURLToPath(source))) {
-    throw new EmbeddingError(`embedding worker not found next to ${import.meta.url}`);
+    throw new Error(`worker ${name} not found next to ${base}`);
   }
   let typescript: string;
   try {
     typescript = pathToFileURL(createRequire(import.meta.url).resolve('typescript')).href;
   } catch (cause) {
-    throw new EmbeddingError('running from TypeScript sources needs the "typescript" package', {
-      cause,
-    });
+    throw new Error('running from TypeScript sources needs the "typescript" package', { cause });
   }
   const worker = new Worker(TS_BOOTSTRAP, {
     eval: true,
     workerData: { hooks: TS_HOOKS, typescript, entry: source.href },
   });
   return { worker, mode: 'typescript' };
+}
+
+export function spawnEmbeddingWorker(): { worker: Worker; mode: WorkerMode } {
+  try {
+    return spawnWorkerModule(import.meta.url, 'worker');
+  } catch (cause) {
+    throw new EmbeddingError(`embedding worker: ${(cause as Error).message}`, { cause });
+  }
 }
