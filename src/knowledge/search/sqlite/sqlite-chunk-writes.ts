@@ -2,7 +2,7 @@
  * How the SQLite store writes without holding the event loop (better-sqlite3 is synchronous),
  * whatever the document's size (migration 0011):
  *
- * - commit: the run's chunks (rows, FTS5 rows, vectors) written in slices of SLICE chunks, one
+ * - commit: the run's chunks (rows, FTS5 rows, vectors) written in slices of about SLICE_MS, one
  *   short transaction each, under the run's token: searches ignore them (CURRENT), the in-process
  *   copies hold them under a key no search returns. Then one short transaction checks the token
  *   and sets the document's `chunk_token` (the flip): the old chunks stay searchable until then,
@@ -24,8 +24,16 @@ import { tokenizeChunksNow, type AddedRows, type SearchIndexes } from './search-
 import type { Statements } from './statements.js';
 import type { VectorTables } from './vector-tables.js';
 
-/** Chunks written per slice: a few milliseconds (FTS5 tokenizes inside the insert). */
-export const SLICE = 128;
+/**
+ * A slice's target duration. FTS5 tokenizes inside the insert and the in-process keyword copy
+ * tokenizes again: a chunk costs 0.1-0.5 ms, so each slice is sized from the last one's pace.
+ */
+const SLICE_MS = 12;
+/** Chunks in the first slice, and the bounds of later ones. */
+const FIRST_SLICE = 32;
+const SLICE_BOUNDS = { min: 8, max: 512 };
+/** A run of at most this many chunks commits in one transaction (commitSmall). */
+export const SMALL_COMMIT = 32;
 /** Chunks purged per slice: FTS5 reads a row's text back to delete it, deletes cost more. */
 const PURGE_SLICE = 64;
 
@@ -77,7 +85,7 @@ export class SqliteChunkWrites {
 
   async commit(commit: IndexCommit): Promise<'committed' | 'discarded'> {
     const key = stagingKey(commit.indexToken);
-    if (commit.chunks.length <= SLICE) {
+    if (commit.chunks.length <= SMALL_COMMIT) {
       let small: ReturnType<SqliteChunkWrites['commitSmall']>;
       try {
         small = this.commitSmall(commit);
@@ -94,8 +102,13 @@ export class SqliteChunkWrites {
     // Leftovers of a crashed or retried run of this document (this run's token included).
     await this.purge(commit.documentId, { leftoverOf: commit.indexToken });
     try {
-      for (let from = 0; from < commit.chunks.length; from += SLICE) {
-        if (!this.stageSlice(commit, from, key)) return await this.discard(commit, key);
+      let size = FIRST_SLICE;
+      for (let from = 0; from < commit.chunks.length;) {
+        const started = performance.now();
+        if (!this.stageSlice(commit, from, size, key)) return await this.discard(commit, key);
+        from += size;
+        const pace = Math.max(performance.now() - started, 0.1) / size;
+        size = Math.min(SLICE_BOUNDS.max, Math.max(SLICE_BOUNDS.min, Math.round(SLICE_MS / pace)));
         await yieldToLoop();
       }
       const replaced = this.flip(commit, key);
@@ -117,7 +130,7 @@ export class SqliteChunkWrites {
   }
 
   /**
-   * A run of at most SLICE chunks in one short transaction: written and made current at once,
+   * A run of at most SMALL_COMMIT chunks in one short transaction: written and made current at once,
    * the copies updated in the same step (no staging: the slices and the flip would cost three
    * transactions for what fits in one). `leftovers` when a crashed or earlier attempt left rows
    * to purge first: the sliced path does that.
@@ -148,8 +161,8 @@ export class SqliteChunkWrites {
   }
 
   /** One slice in one transaction; false when the run no longer owns the document. */
-  private stageSlice(commit: IndexCommit, from: number, key: string): boolean {
-    const slice = commit.chunks.slice(from, from + SLICE);
+  private stageSlice(commit: IndexCommit, from: number, size: number, key: string): boolean {
+    const slice = commit.chunks.slice(from, from + size);
     const written = this.db
       .transaction(() => {
         const doc = this.owner(commit);
