@@ -4,7 +4,7 @@
  * for the seconds a 30 MB text takes; a small one in line, where a thread would cost more than the
  * chunking.
  */
-import { spawnWorkerModule } from './embeddings/static/spawn.js';
+import { spawnWorkerModule } from '../worker-threads.js';
 import { chunkMarkdown, type Chunk, type ChunkOptions } from './chunker.js';
 import { embeddingHashes } from './chunk-hashes.js';
 

@@ -269,6 +269,51 @@ describe.skipIf(!TEST_DATABASE_URL)('PostgresQueue (shared between instances)', 
     }
   });
 
+  it('keeps the job of a handler that holds the event loop for several leases', async () => {
+    // Another process watches the job as a reaping instance would: is its lease ever expired?
+    const watcher = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const pg = require('pg');
+const client = new pg.Client({ connectionString: process.argv[1] });
+client.connect().then(() => {
+  console.log('ready');
+  setInterval(async () => {
+    const { rows } = await client.query(
+      "select count(*)::int as n from aps_jobs where status = 'running' and lease_until < now()");
+    console.log(rows[0].n);
+  }, 50);
+});`,
+        fresh.url,
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const seen: string[] = [];
+    createInterface({ input: watcher.stdout }).on('line', (line) => seen.push(line));
+    try {
+      await until(() => seen.includes('ready'), 15_000);
+      const a = await instance();
+      await sleep(2000); // an instance up for a moment: its lease keeper has started
+      a.handle('work', () => {
+        // A synchronous pass of 3.5 leases: no timer of this thread runs meanwhile.
+        const end = Date.now() + 3.5 * LEASE_MS;
+        while (Date.now() < end) {
+          // busy
+        }
+        return Promise.resolve('held');
+      });
+      const id = await a.enqueue('work', 'x');
+      await expect(a.wait(id)).resolves.toBe('held');
+      const polls = seen.filter((l) => l !== 'ready');
+      expect(polls.length).toBeGreaterThan(20); // it watched throughout
+      expect(polls.filter((n) => n !== '0')).toEqual([]);
+      expect(await row(id)).toMatchObject({ status: 'completed', attempt: 1 });
+    } finally {
+      watcher.kill();
+    }
+  });
+
   it('fails a job whose instances died maxAttempts times', async () => {
     const a = await instance({ work: 1, other: 1 }, { maxAttempts: 3 });
     // What three SIGKILLed runs leave: running, third attempt, an owner that renews no more.

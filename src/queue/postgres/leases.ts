@@ -6,6 +6,8 @@
  * - Heartbeat: every leaseMs/3 one statement renews the leases of all jobs running here. A job
  *   whose lease turns out to be gone (another instance reclaimed it), or that could not be renewed
  *   before it expired, has its signal aborted with `JobLeaseLostError`.
+ * - A worker thread renews them too (lease-keeper.ts), so that a busy event loop cannot lose
+ *   them; `keep()` tells it which jobs run here.
  * - Any instance reaps expired leases (every poll): back to `queued`, or `failed` with an
  *   INTERNAL_ERROR after `maxAttempts` claims. Handler errors are never retried (they are
  *   deterministic); only jobs whose instance died are.
@@ -15,6 +17,7 @@ import type { JobsTable } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { HandleOptions } from '../queue.js';
 import { JobLeaseLostError } from './errors.js';
+import { LeaseKeeper } from './lease-keeper.js';
 import type { QueueListener } from './listener.js';
 import type { QueueLogger, RunningJob } from './shared.js';
 
@@ -43,9 +46,32 @@ const abandonedMessage = (attempts: number) =>
 export class Leases {
   /** How often the heartbeat runs, and how long one renewal may take. */
   readonly heartbeatMs: number;
+  private readonly keeper: LeaseKeeper;
 
   constructor(private readonly options: LeaseOptions) {
     this.heartbeatMs = Math.max(100, Math.floor(options.leaseMs / 3));
+    this.keeper = new LeaseKeeper({
+      pool: options.pool,
+      owner: options.instanceId,
+      leaseMs: options.leaseMs,
+      everyMs: this.heartbeatMs,
+    });
+  }
+
+  /** Tells the lease keeper which jobs run here now (and that this thread is alive). */
+  keep(): void {
+    this.keeper.keep(this.renewable());
+  }
+
+  private renewable(): RunningJob[] {
+    return this.options
+      .runningJobs()
+      .filter((j) => j.state === 'running' || j.state === 'finishing');
+  }
+
+  /** Stops the lease keeper (the queue is closing). */
+  stop(): Promise<void> {
+    return this.keeper.stop();
   }
 
   /** Expired leases: their instance died. Queued again, or failed after `maxAttempts`. */
@@ -95,9 +121,8 @@ export class Leases {
   /** Renews the leases of this instance's running jobs, on the LISTEN connection when it is up. */
   async heartbeat(): Promise<void> {
     const { pool, instanceId, leaseMs } = this.options;
-    const jobs = this.options
-      .runningJobs()
-      .filter((j) => j.state === 'running' || j.state === 'finishing');
+    const jobs = this.renewable();
+    this.keeper.keep(jobs);
     if (jobs.length === 0) return;
     const sentAt = Date.now();
     const listener = this.options.listener.client;

@@ -353,5 +353,6 @@ export class PostgresQueue implements JobQueue {
     const listenerEnded = this.listener.stop();
     if (listenerEnded !== undefined) await Promise.race([listenerEnded, sleep(1000)]);
     this.waiters.close();
+    await this.leases.stop();
   }
 }

@@ -57,6 +57,8 @@ export class Runs {
       done: Promise.resolve(),
     };
     lane.running.set(job.id, job);
+    // Before the handler starts: it may hold the event loop at once (lease-keeper.ts).
+    this.options.leases.keep();
     job.done = (async () => {
       let outcome: Outcome;
       try {
