@@ -1,10 +1,12 @@
 /**
- * `npm run bench:ingest [-- --docs 5183 --concurrency 8 --overhead-docs 200 --before-docs 100]`:
+ * `npm run bench:ingest [-- --docs 5183 --concurrency 8 --overhead-docs 200 --before-docs 100
+ *  --index-concurrency N]` (default: the server's own QUEUE_KNOWLEDGE_INDEX_CONCURRENCY):
  * ingestion throughput (issue 12).
  *
- * (a) Per-document overhead of the bundled converter on a small markdown file, both ways in one
- *     run: one `aps-convert` process per run (the old path, still used for external commands) and
- *     the worker pool (knowledge/converting/pool.ts). Sequential, wall-clock per document.
+ * (a) Per-document overhead of the bundled converter on a small markdown file, three ways in one
+ *     run: one `aps-convert` process per run (the old path, still used for external commands),
+ *     the worker pool (knowledge/converting/pool.ts), and the server's own process, where indexing
+ *     converts small plain text and markdown (in-process.ts). Sequential, wall-clock per document.
  * (b) SciFact's abstracts (../shared/datasets/scifact/corpus.jsonl, read in place; one document
  *     per abstract, `# title` + text) through HTTP against a real server process (SQLite, static
  *     embeddings) with `--concurrency` clients: first every abstract uploaded alone (uploads-alone
@@ -36,7 +38,7 @@ const { values } = parseArgs({
   options: {
     docs: { type: 'string', default: '5183' },
     concurrency: { type: 'string', default: '8' },
-    'index-concurrency': { type: 'string', default: '2' },
+    'index-concurrency': { type: 'string' },
     'overhead-docs': { type: 'string', default: '200' },
     'before-docs': { type: 'string', default: '100' },
     'cpu-prof': { type: 'string' },
@@ -80,12 +82,32 @@ async function overhead(n: number) {
 
     const pooled = createPooledConverter(config);
     try {
-      await pooled.convert(auto, input, join(dir, 'warm'), opts); // starts the worker
+      const pool = pooled.pool;
+      if (pool === null) throw new Error('no converter pool');
+      // The pool itself, on the markdown file (the convert function would keep it in process).
+      const job = (i: number) => ({
+        file: input,
+        outputDir: join(dir, `w${i}`),
+        command: 'auto',
+        lang: 'eng',
+        inlineMaxBytes: 1024 * 1024,
+      });
+      await pool.run(job(-1), opts); // starts the worker
       start = performance.now();
-      for (let i = 0; i < n; i++) await pooled.convert(auto, input, join(dir, `w${i}`), opts);
-      const pool = (performance.now() - start) / n;
-      const rss = (await pooled.pool?.residentBytes()) ?? 0;
-      return { perRunN, perRun, n, pool, rss };
+      for (let i = 0; i < n; i++) {
+        const outcome = await pool.run(job(i), opts);
+        if (outcome.output === undefined) throw new Error('the worker sent no output');
+      }
+      const poolMs = (performance.now() - start) / n;
+      const rss = await pool.residentBytes();
+      // What indexing does with a small markdown file: convert it in the server process.
+      start = performance.now();
+      for (let i = 0; i < n; i++) await pooled.convert(auto, input, join(dir, `i${i}`), opts);
+      const inProcess = (performance.now() - start) / n;
+      if (pool.workers().reduce((jobs, w) => jobs + w.jobs, 0) !== n + 1) {
+        throw new Error('the small markdown file went to the pool');
+      }
+      return { perRunN, perRun, n, pool: poolMs, inProcess, rss };
     } finally {
       await pooled.close();
     }
@@ -195,8 +217,10 @@ function startServer(
   env: Record<string, string>,
   cli = CLI,
 ): Promise<ServerProcess> {
+  // The server's defaults unless --index-concurrency says otherwise.
+  const concurrency = values['index-concurrency'];
   return startBenchServer(cli, dataDir, KEY, DEFAULT_EMBEDDING_CACHE, {
-    QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: values['index-concurrency'],
+    ...(concurrency === undefined ? {} : { QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: concurrency }),
     ...env,
   });
 }
@@ -295,6 +319,7 @@ async function main() {
   console.log(`  process per run: ${round(a.perRun)} ms (${a.perRunN} runs)`);
   console.log(`  worker pool:     ${round(a.pool, 2)} ms (${a.n} runs)`);
   console.log(`  ratio:           ${round(a.perRun / a.pool)}× faster`);
+  console.log(`  in the server:   ${round(a.inProcess, 3)} ms (${a.n} runs; what indexing does)`);
   console.log(`  one idle worker: ${round(a.rss / 1024 / 1024)} MiB resident`);
 
   const concurrency = Number(values.concurrency);

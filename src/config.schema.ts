@@ -162,8 +162,16 @@ export const ENV_SCHEMA = Type.Object({
   QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: Type.Integer({
     minimum: 1,
     maximum: 64,
+    default: Math.max(4, cores),
+    description:
+      'Indexing runs in flight (default max(4, cores)). A run waits on the converter, the embedder and the database in turn, so more runs than converter workers keep each of them busy.',
+  }),
+  CONVERTER_WORKERS: Type.Integer({
+    minimum: 1,
+    maximum: 64,
     default: Math.max(1, Math.floor(cores / 2)),
-    description: 'Parallel indexing jobs (default max(1, cores/2)).',
+    description:
+      'Processes of the bundled converter (default max(1, cores/2), at most QUEUE_KNOWLEDGE_INDEX_CONCURRENCY); a run waits for a free one.',
   }),
   CONVERTER_TIMEOUT_MS: Type.Integer({
     minimum: 1000,

@@ -66,6 +66,8 @@ export interface Config {
     converterTimeoutMs: number;
     converterMaxOutputBytes: number;
     /** Jobs after which a pooled converter worker is replaced. */
+    /** Bundled converter worker processes (never more than indexConcurrency). */
+    converterWorkers: number;
     converterWorkerMaxJobs: number;
     /** Memory limit of a pooled converter worker, in MiB. */
     converterWorkerMaxMemoryMb: number;
@@ -255,6 +257,7 @@ export function loadConfig(
       indexConcurrency: e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY,
       converterTimeoutMs: e.CONVERTER_TIMEOUT_MS,
       converterMaxOutputBytes: e.CONVERTER_MAX_OUTPUT_BYTES,
+      converterWorkers: Math.min(e.CONVERTER_WORKERS, e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY),
       converterWorkerMaxJobs: e.CONVERTER_WORKER_MAX_JOBS,
       converterWorkerMaxMemoryMb: e.CONVERTER_WORKER_MAX_MEMORY_MB,
       converterPath:

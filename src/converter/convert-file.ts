@@ -26,6 +26,7 @@ import {
   SNIFF_BYTES,
   sniffHead,
   sniffSignature,
+  type TextFormat,
 } from './formats/detect.js';
 import { convertText } from './formats/index.js';
 import { looksBinary } from './formats/text.js';
@@ -169,14 +170,21 @@ export async function convertFile(
   const bytes = await timed(timings, 'read', async () =>
     head.length === info.size && head.length < SNIFF_BYTES ? head : readFile(path),
   );
+  return textResult(detection.format, bytes, options, timings);
+}
+
+/** A text format's markdown and meta; blank text is NOTHING_EXTRACTABLE. */
+async function textResult(
+  format: TextFormat,
+  bytes: Uint8Array,
+  options: Pick<ConvertFileOptions, 'command' | 'rowsPerTable'>,
+  timings: Record<string, number>,
+): Promise<ConvertFileResult> {
   const conversion = await timed(timings, 'convert', async () =>
-    convertText(detection.format, bytes, { rowsPerTable: options.rowsPerTable }),
+    convertText(format, bytes, { rowsPerTable: options.rowsPerTable }),
   );
   if (conversion.markdown.trim() === '') {
-    throw new ConvertError(
-      EXIT_CODES.NOTHING_EXTRACTABLE,
-      `the ${detection.format} file contains no text`,
-    );
+    throw new ConvertError(EXIT_CODES.NOTHING_EXTRACTABLE, `the ${format} file contains no text`);
   }
   return {
     markdown: conversion.markdown,
@@ -184,7 +192,7 @@ export async function convertFile(
       converter: CONVERTER_NAME,
       converterVersion: CONVERTER_VERSION,
       command: options.command,
-      format: detection.format,
+      format,
       pages: null,
       ocrPages: [],
       ocrMeanConfidence: null,
@@ -192,4 +200,27 @@ export async function convertFile(
       timings,
     },
   };
+}
+
+/** The formats `convertSmallText` converts: a decode and a normalisation, linear in the size. */
+const SMALL_TEXT_FORMATS: ReadonlySet<TextFormat> = new Set(['text', 'markdown']);
+
+/**
+ * What convertFile answers for a small plain-text or markdown file named `name` whose whole
+ * content is `bytes` (at most SNIFF_BYTES); null for any other format, which needs a parser, and
+ * for a file convertFile would refuse. The server converts such files in its own process instead
+ * of a worker round trip (knowledge/converting/in-process.ts).
+ */
+export async function convertSmallText(
+  name: string,
+  bytes: Uint8Array,
+  command: CommandName,
+): Promise<ConvertFileResult | null> {
+  if (bytes.length === 0 || bytes.length > SNIFF_BYTES || looksBinary(bytes)) return null;
+  const timings: Record<string, number> = {};
+  const detection = await timed(timings, 'detect', async () =>
+    detectFormat(name, bytes, await sniffHead(bytes)),
+  );
+  if (detection.kind !== 'text' || !SMALL_TEXT_FORMATS.has(detection.format)) return null;
+  return textResult(detection.format, bytes, { command }, timings).catch(() => null);
 }

@@ -96,7 +96,7 @@ function job(dir: string, file: string, name = 'out') {
   return { file, outputDir: join(dir, name), command: 'auto', lang: 'eng', inlineMaxBytes: 0 };
 }
 
-function input(dir: string, name: string, content: string): string {
+function input(dir: string, name: string, content: string | Buffer): string {
   const path = join(dir, name);
   writeFileSync(path, content);
   return path;
@@ -280,9 +280,10 @@ describe('pooled convert function', () => {
   it('runs the bundled commands on the pool and maps failures to the usual errors', async () => {
     const dir = tempDir();
     const { convert, pool: p } = builtin(knowledgeConfig({ indexConcurrency: 2 }));
-    const result = await convert(command('auto'), markdownFile(dir), join(dir, 'o1'), RUN);
-    expect(result.markdown).toContain('owls');
-    expect(result.meta).toMatchObject({ converter: 'aps-convert', format: 'markdown' });
+    const html = input(dir, 'a.html', '<h1>Owls</h1><p>Some words about owls.</p>');
+    const result = await convert(command('auto'), html, join(dir, 'o1'), RUN);
+    expect(result.markdown).toContain('# Owls');
+    expect(result.meta).toMatchObject({ converter: 'aps-convert', format: 'html' });
     expect(p?.workers()).toHaveLength(1);
     const error = await convert(
       command('auto'),
@@ -314,5 +315,53 @@ writeFileSync(out + '/document.md', 'pid ' + process.pid);`,
     expect(a.markdown).not.toBe(b.markdown);
     expect(p?.workers()).toEqual([]);
     expect(existsSync(join(dir, 'b', 'document.md'))).toBe(true);
+  });
+
+  it('converts small plain text and markdown in this process, as a worker would', async () => {
+    const dir = tempDir();
+    const { convert, pool: p } = builtin();
+    const jobs = () => (p?.workers() ?? []).reduce((n, w) => n + w.jobs, 0);
+    const files = [
+      input(dir, 'note.md', '\uFEFF# Owls\r\n\r\nOwls hunt at night.\r\n'),
+      input(dir, 'plain.txt', 'Caf\u00e9 notes\n\n\n\nabout owls\n'),
+      input(dir, 'latin1.txt', Buffer.from('Caf\xe9 au lait\n', 'latin1')),
+    ];
+    for (const file of files) {
+      const here = await convert(command('auto'), file, join(dir, 'here'), RUN);
+      expect(jobs()).toBe(0);
+      // The same file through a worker (a pool the in-process path does not know).
+      const worker = await pool().run({ ...job(dir, file, 'w'), inlineMaxBytes: 1024 * 1024 }, RUN);
+      const output = worker.output;
+      expect(output).toBeDefined();
+      expect(here.markdown).toBe(output?.markdown.replace(/^\uFEFF/, ''));
+      // Everything but the timings is the same.
+      expect({ ...here.meta, timings: {} }).toEqual({ ...(output?.meta as object), timings: {} });
+    }
+    expect(existsSync(join(dir, 'here'))).toBe(false);
+  });
+
+  it('leaves larger text, other formats and unreadable files to the workers', async () => {
+    const dir = tempDir();
+    const { convert, pool: p } = builtin();
+    const jobs = () => (p?.workers() ?? []).reduce((n, w) => n + w.jobs, 0);
+    const large = input(dir, 'large.md', `# Big\n\n${'word '.repeat(13_200)}\n`);
+    expect(readFileSync(large).length).toBeGreaterThan(64 * 1024);
+    await convert(command('auto'), large, join(dir, 'o1'), RUN);
+    expect(jobs()).toBe(1);
+    await convert(command('auto'), input(dir, 'rows.csv', 'a,b\n1,2\n'), join(dir, 'o2'), RUN);
+    expect(jobs()).toBe(2);
+    // Text named .txt that is HTML is converted as HTML, by a worker.
+    const page = input(dir, 'page.txt', '<!DOCTYPE html><html><body><p>Owls</p></body></html>');
+    const converted = await convert(command('auto'), page, join(dir, 'o3'), RUN);
+    expect(converted.meta).toMatchObject({ format: 'html' });
+    expect(jobs()).toBe(3);
+    const error = await convert(
+      command('auto'),
+      join(dir, 'missing.md'),
+      join(dir, 'o4'),
+      RUN,
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppError);
+    expect(jobs()).toBe(4);
   });
 });

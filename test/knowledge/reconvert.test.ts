@@ -75,7 +75,8 @@ describe('re-indexing without re-converting', () => {
   it('reuses the markdown of the bundled converter: no worker job on the second run', async () => {
     const { t, k } = await knowledgeApp();
     try {
-      const doc = await k.uploadOk('seals.md', '# Seals\n\nSeals sleep underwater.');
+      // HTML: small plain text and markdown are converted in the server's process, not a worker.
+      const doc = await k.uploadOk('seals.html', '<h1>Seals</h1><p>Seals sleep underwater.</p>');
       await k.indexOk(doc.id);
       const jobs = () =>
         (t.ctx.knowledge.converter.pool?.workers() ?? []).reduce((n, w) => n + w.jobs, 0);
@@ -84,7 +85,7 @@ describe('re-indexing without re-converting', () => {
       expect(jobs()).toBe(1);
       expect(again.document.converterMeta).toMatchObject({
         markdownReused: true,
-        format: 'markdown',
+        format: 'html',
       });
     } finally {
       await t.close();
@@ -92,9 +93,11 @@ describe('re-indexing without re-converting', () => {
   });
 
   it('closing the server stops its converter workers', async () => {
-    const { t, k } = await knowledgeApp({ QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: '2' });
+    const { t, k } = await knowledgeApp({ CONVERTER_WORKERS: '2' });
     const docs = await Promise.all(
-      ['a', 'b'].map((n) => k.uploadOk(`${n}.md`, `# ${n}\n\nText ${n} about puffins.`)),
+      ['a', 'b'].map((n) =>
+        k.uploadOk(`${n}.html`, `<h1>${n}</h1><p>Text ${n} about puffins.</p>`),
+      ),
     );
     await Promise.all(docs.map((d) => k.indexOk(d.id)));
     const pids = (t.ctx.knowledge.converter.pool?.workers() ?? []).map((w) => w.pid);

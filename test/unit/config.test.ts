@@ -41,6 +41,20 @@ describe('loadConfig', () => {
     expect(config.jwtTtlSeconds).toBe(8 * 3600);
   });
 
+  it('runs more indexing runs than converter workers, never more workers than runs', () => {
+    const defaults = loadConfig({}, dir).knowledge;
+    expect(defaults.indexConcurrency).toBeGreaterThanOrEqual(4);
+    expect(defaults.converterWorkers).toBeGreaterThanOrEqual(1);
+    expect(defaults.converterWorkers).toBeLessThan(defaults.indexConcurrency);
+    const set = loadConfig({ QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: '6', CONVERTER_WORKERS: '3' }, dir);
+    expect(set.knowledge).toMatchObject({ indexConcurrency: 6, converterWorkers: 3 });
+    const capped = loadConfig(
+      { QUEUE_KNOWLEDGE_INDEX_CONCURRENCY: '2', CONVERTER_WORKERS: '5' },
+      dir,
+    );
+    expect(capped.knowledge.converterWorkers).toBe(2);
+  });
+
   it('lists every bad variable at once', () => {
     const list = problems({
       PORT: 'abc',

@@ -1,6 +1,6 @@
 /**
  * The convert function indexing uses: the bundled converter's commands run on the worker pool
- * (pool.ts), every other command (KNOWLEDGE_COMMANDS_FILE, a KNOWLEDGE_CONVERTER_PATH binary)
+ * (pool.ts) — small plain text and markdown in this process (in-process.ts) —, every other command (KNOWLEDGE_COMMANDS_FILE, a KNOWLEDGE_CONVERTER_PATH binary)
  * as one process per run (runner.ts), exactly as before the pool.
  */
 import { resolve } from 'node:path';
@@ -8,6 +8,7 @@ import type { Config } from '../../config.js';
 import type { ConverterCommand } from './commands.js';
 import { bundledConverterPath } from './commands.js';
 import { AppError } from '../../errors.js';
+import { convertInProcess } from './in-process.js';
 import { ConverterPool, WorkerStartError, type PoolOutcome } from './pool.js';
 import {
   checkScript,
@@ -59,7 +60,7 @@ export function createPooledConverter(config: Config['knowledge']): PooledConver
   const invocation = [process.execPath, bundledConverterPath()];
   const pool = new ConverterPool({
     argv: invocation,
-    size: config.indexConcurrency,
+    size: config.converterWorkers,
     maxJobs: config.converterWorkerMaxJobs,
     maxRssBytes: config.converterWorkerMaxMemoryMb * 1024 * 1024,
     env: childEnv(),
@@ -73,6 +74,8 @@ export function createPooledConverter(config: Config['knowledge']): PooledConver
       await checkScript(command); // a missing dist/ is reported as such
       scriptFound = true;
     }
+    const small = await convertInProcess(input, name, opts.maxOutputBytes);
+    if (small !== null) return small;
     // The worker creates the output directory only for output too large to send back.
     const values = { input: resolve(input), outputDir: resolve(outputDir) };
     const inlineMaxBytes = Math.min(INLINE_MAX_BYTES, opts.maxOutputBytes);
