@@ -245,11 +245,11 @@ describe('KeywordIndex', () => {
               fts5Search(q, inP1, limit),
             );
             expectSameRanking(
-              index.search(phrases(q), { documentId: 'd0' }, limit),
+              index.search(phrases(q), { documents: new Set(['d0']) }, limit),
               fts5Search(q, ['d0'], limit),
             );
             expectSameRanking(
-              index.search(phrases(q), { documentId: 'd0', projectId: 'p2' }, limit),
+              index.search(phrases(q), { documents: new Set(['d0']), projectId: 'p2' }, limit),
               fts5Search(q, live[0]?.project === 'p2' ? ['d0'] : [], limit),
             );
           }

@@ -89,10 +89,10 @@ describe('VectorIndex', () => {
     expect(index.search(q, { projectId: 'odd' }, 30).map((c) => c.chunkId)).toEqual(
       bruteForce(all, q, 30, (r) => r.projectKey === 'odd').map((c) => c.chunkId),
     );
-    expect(index.search(q, { documentId: 'd7' }, 30).map((c) => c.chunkId)).toEqual(
+    expect(index.search(q, { documents: new Set(['d7']) }, 30).map((c) => c.chunkId)).toEqual(
       bruteForce(all, q, 30, (r) => r.documentId === 'd7').map((c) => c.chunkId),
     );
-    expect(index.search(q, { documentId: 'd7', projectId: 'even' }, 30)).toEqual([]);
+    expect(index.search(q, { documents: new Set(['d7']), projectId: 'even' }, 30)).toEqual([]);
   });
 
   it('gives similarities of given chunks, and forgets deleted documents (with compaction)', () => {

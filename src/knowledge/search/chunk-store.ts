@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ChunkRow, DocumentRow, KnowledgeDocumentsTable } from '../../db/schema.js';
+import type { FilterNode } from '../filter/filter.js';
 
 /**
  * SQL condition (documents aliased `d`) of the documents whose chunks are searched: indexed ones,
@@ -13,9 +14,24 @@ import type { ChunkRow, DocumentRow, KnowledgeDocumentsTable } from '../../db/sc
  */
 export const SEARCHABLE = `d.status in ('indexed', 'indexing')`;
 
+/** The scope of a search: every condition given applies. */
 export interface SearchFilter {
   projectId?: string;
+  /** Only chunks of this document. */
   documentId?: string;
+  /** Only chunks of these documents. */
+  documentIds?: readonly string[];
+  /** Only chunks of documents this filter matches (filter/filter.ts). */
+  where?: FilterNode;
+}
+
+/**
+ * The scope as the in-process indexes apply it: `documents`, when set, the documents a filter
+ * (or `documentIds`) left, resolved in the search's snapshot.
+ */
+export interface IndexScope {
+  projectId?: string;
+  documents?: ReadonlySet<string>;
 }
 
 /** A ranked candidate: `score` is BM25 (higher is better) or cosine similarity. */

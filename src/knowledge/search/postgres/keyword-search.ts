@@ -174,6 +174,9 @@ export class KeywordSearch {
     if (filter.documentId !== undefined) {
       where += ` and f.document_id = ${param(filter.documentId)}`;
     }
+    if (filter.documentIds !== undefined) {
+      where += ` and f.document_id = any(${param(filter.documentIds)}::text[])`;
+    }
     if (round.prune !== null) {
       // w·f·(k1+1)/(f+K) written as w·(k1+1)·(1 − K/(f+K)): f computed once. A bound only (the
       // score below is FTS5's formula), hence the margin.

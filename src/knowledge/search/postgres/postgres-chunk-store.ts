@@ -6,8 +6,11 @@
 import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '../../../db/postgres.js';
 import type { ChunkRow } from '../../../db/schema.js';
+import { postgresFilterSql, toPg } from '../../filter/sql.js';
 import {
   markIndexedSql,
+  SEARCHABLE,
+  type SearchFilter,
   type ChunkHit,
   type ChunkStore,
   type IndexCommit,
@@ -254,7 +257,7 @@ export class PostgresChunkStore implements ChunkStore {
   }
 
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
-    const { text, vector, model, filter, limit } = request;
+    const { text, vector, model, limit } = request;
     const words = text === null ? [] : keywordQueryWords(text);
     // One snapshot for the evidence and the rows: no commit lands in between.
     let begin = 'begin isolation level repeatable read read only';
@@ -262,6 +265,8 @@ export class PostgresChunkStore implements ChunkStore {
       begin += this.vectors.searchSettings(await this.vectors.loadFeatures(), limit);
     }
     return this.transaction(begin, async (client) => {
+      const filter = await this.scope(client, request.filter);
+      if (filter.documentIds?.length === 0) return [];
       const keyword =
         words.length === 0 ? [] : await this.keyword.search(client, words, filter, limit);
       const table =
@@ -288,6 +293,33 @@ export class PostgresChunkStore implements ChunkStore {
         ),
       );
     });
+  }
+
+  /**
+   * A metadata filter resolved, in the search's snapshot, to the searchable documents it matches:
+   * keyword and vector search then restrict their candidates to them before ranking (a filter
+   * never leaves fewer than `limit` when enough chunks match).
+   */
+  private async scope(client: PoolClient, filter: SearchFilter): Promise<SearchFilter> {
+    if (filter.where === undefined) return filter;
+    const params: unknown[] = [];
+    let sql = `select d.id from knowledge_documents d
+      where ${SEARCHABLE} and ${toPg(postgresFilterSql(filter.where, 'd.'), params)}`;
+    if (filter.projectId !== undefined) {
+      params.push(filter.projectId);
+      sql += ` and d.project_id = $${params.length}`;
+    }
+    if (filter.documentId !== undefined) {
+      params.push(filter.documentId);
+      sql += ` and d.id = $${params.length}`;
+    }
+    if (filter.documentIds !== undefined) {
+      params.push(filter.documentIds);
+      sql += ` and d.id = any($${params.length}::text[])`;
+    }
+    const { rows } = await client.query<{ id: string }>(sql, params);
+    const projectId = filter.projectId === undefined ? {} : { projectId: filter.projectId };
+    return { ...projectId, documentIds: rows.map((r) => r.id) };
   }
 
   private async hits(client: PoolClient, chunkIds: string[]): Promise<ChunkHit[]> {

@@ -46,6 +46,10 @@ function vectorScope(filter: SearchFilter, params: unknown[], indexable = true):
     params.push(filter.documentId);
     conditions.push(`v.document_id = $${params.length}`);
   }
+  if (filter.documentIds !== undefined) {
+    params.push(filter.documentIds);
+    conditions.push(`v.document_id = any($${params.length}::text[])`);
+  }
   return conditions.map((c) => (indexable ? ` and ${c}` : ` and (${c}) is true`)).join('');
 }
 
@@ -221,6 +225,7 @@ export class VectorTables {
   ): Promise<Candidate[]> {
     const ann = annExpression(table, 'v.embedding');
     let exact = ann === null;
+    let inScope = 0;
     if (!exact) {
       // How many chunks are in scope (the whole table without filters), counted up to the
       // threshold: a small scope or collection is searched exactly (recall 1, and fast).
@@ -232,10 +237,11 @@ export class VectorTables {
          ) s`,
         countParams,
       );
-      exact = (rows[0]?.n ?? 0) <= this.exactSearchMax;
+      inScope = rows[0]?.n ?? 0;
+      exact = inScope <= this.exactSearchMax;
     }
     if (!exact) {
-      const ranked = await this.nearest(client, table, vector, filter, limit);
+      const ranked = await this.nearest(client, table, vector, filter, limit, inScope);
       if (ranked !== null) return ranked;
     }
     // Exact: every chunk in scope, through a B-tree index on the filter (a narrow scope), or all
@@ -259,7 +265,9 @@ export class VectorTables {
    * (pgvector 0.8+ scans on until `limit` rows pass them), and the result is re-ordered by exact
    * distance, since relaxed_order may swap a few. The status of the documents is checked after
    * the scan, on `limit + 32` rows (as on SQLite): null when too many were dropped to be sure of
-   * the top `limit`, and the caller then searches exactly.
+   * the top `limit`, or when the scan gave up before `limit` rows passed a filter although the
+   * scope (`inScope` chunks, counted up to a cap) holds more: the caller then searches exactly,
+   * so a filter never leaves fewer hits than exist (pgvector before 0.8 has no iterative scan).
    */
   private async nearest(
     client: PoolClient,
@@ -267,6 +275,7 @@ export class VectorTables {
     vector: Float32Array,
     filter: SearchFilter,
     limit: number,
+    inScope: number,
   ): Promise<Candidate[] | null> {
     const fetch = limit + 32;
     const params: unknown[] = [vectorBinary(vector), fetch];
@@ -294,7 +303,7 @@ export class VectorTables {
     );
     if (scope !== '') await client.query('set local enable_seqscan = on');
     const kept = rows.filter((r) => r.searchable && !Number.isNaN(r.distance));
-    if (kept.length < limit && rows.length === fetch) return null;
+    if (kept.length < limit && (rows.length === fetch || inScope > rows.length)) return null;
     return kept.slice(0, limit).map((r) => ({ chunkId: r.chunkId, score: similarity(r.distance) }));
   }
 

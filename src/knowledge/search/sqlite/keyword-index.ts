@@ -11,7 +11,7 @@
  * it in step (like the vector index).
  */
 import { B, COLUMN_WEIGHTS, idf as idfOf, K1 } from '../bm25.js';
-import type { DocumentCandidate, SearchFilter } from '../chunk-store.js';
+import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
 import { TopK } from './top-k.js';
 
 /**
@@ -262,7 +262,7 @@ export class KeywordIndex {
    * had, in query order, repeats counted as FTS5 counts them) within the scope filter, best
    * first, ties by rowid.
    */
-  search(phrases: readonly number[], filter: SearchFilter, limit: number): KeywordHit[] {
+  search(phrases: readonly number[], filter: IndexScope, limit: number): KeywordHit[] {
     const n = this.size;
     if (n === 0 || limit <= 0) return [];
     let project = -2;
@@ -270,10 +270,18 @@ export class KeywordIndex {
       project = this.projectNumbers.get(filter.projectId) ?? -3;
       if (project === -3) return [];
     }
-    let document = -1;
-    if (filter.documentId !== undefined) {
-      document = this.documentNumbers.get(filter.documentId) ?? -2;
-      if (document === -2) return [];
+    // The documents in scope, by number: one flag per document, checked per matching row.
+    let allowed: Uint8Array | null = null;
+    if (filter.documents !== undefined) {
+      allowed = new Uint8Array(this.documentIds.length);
+      let any = false;
+      for (const id of filter.documents) {
+        const number = this.documentNumbers.get(id);
+        if (number === undefined) continue;
+        allowed[number] = 1;
+        any = true;
+      }
+      if (!any) return [];
     }
     const avgdl = this.tokens / n;
     const scores = this.scratch;
@@ -293,7 +301,7 @@ export class KeywordIndex {
         const r = rows[i] as number;
         if (alive[r] !== 1) continue;
         if (project !== -2 && this.projectOf[r] !== project) continue;
-        if (document !== -1 && this.documentOf[r] !== document) continue;
+        if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
         const f = (counts[i] as number) / 2;
         const d = lengths[r] as number;
         const s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));

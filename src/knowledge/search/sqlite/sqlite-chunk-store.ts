@@ -13,11 +13,13 @@ import {
   type ChunkStore,
   type DocumentCandidate,
   type IndexCommit,
+  type IndexScope,
   type RankedHit,
   type Ranking,
   type SearchFilter,
   type SearchRequest,
 } from '../chunk-store.js';
+import { registerSqliteFilter, sqliteFilterSql, toSqlite } from '../../filter/sql.js';
 import { chooseQueryTerms } from '../query-terms.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
 import { sharedLexer } from './fts5-lexer.js';
@@ -27,16 +29,16 @@ import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { statementCache, type Statements } from './statements.js';
 import { asFloat32, VectorTables } from './vector-tables.js';
 
-/** `and …` conditions for the scope filters (documents `d`, chunks `c`). */
-function scopeSql(filter: SearchFilter, params: unknown[]): string {
+/** `and …` conditions for the scope (documents `d`, chunks `c`). */
+function scopeSql(scope: IndexScope, params: unknown[]): string {
   let where = '';
-  if (filter.projectId !== undefined) {
+  if (scope.projectId !== undefined) {
     where += ' and d.project_id = ?';
-    params.push(filter.projectId);
+    params.push(scope.projectId);
   }
-  if (filter.documentId !== undefined) {
-    where += ' and c.document_id = ?';
-    params.push(filter.documentId);
+  if (scope.documents !== undefined) {
+    where += ' and c.document_id in (select value from json_each(?))';
+    params.push(JSON.stringify([...scope.documents]));
   }
   return where;
 }
@@ -48,6 +50,7 @@ export class SqliteChunkStore implements ChunkStore {
   private readonly writes: SqliteChunkWrites;
 
   constructor(private readonly db: BetterSqlite3.Database) {
+    registerSqliteFilter(db);
     this.statement = statementCache(db);
     this.tables = new VectorTables(db);
     this.indexes = new SearchIndexes(this.statement);
@@ -99,9 +102,12 @@ export class SqliteChunkStore implements ChunkStore {
     // A deferred transaction in WAL mode: every statement inside sees the same snapshot.
     return this.db
       .transaction(() => {
-        const { text, vector, model, filter, limit } = request;
-        const keyword = text === null ? [] : this.keywordSearch(text, filter, limit);
-        const semantic = vector === null ? [] : this.vectorSearch(vector, model, filter, limit);
+        const { text, vector, model, limit } = request;
+        const filter = this.scope(request.filter);
+        const empty = filter.documents?.size === 0;
+        const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
+        const semantic =
+          vector === null || empty ? [] : this.vectorSearch(vector, model, filter, limit);
         const cosine =
           vector === null
             ? new Map<string, number>()
@@ -116,8 +122,41 @@ export class SqliteChunkStore implements ChunkStore {
       .deferred();
   }
 
+  /**
+   * The scope as the indexes apply it: a metadata filter becomes the set of searchable documents
+   * it matches, read in this transaction's snapshot, so the indexes restrict their candidates
+   * before ranking (a filter never leaves fewer than `limit` when enough chunks match).
+   */
+  private scope(filter: SearchFilter): IndexScope {
+    const projectId = filter.projectId === undefined ? {} : { projectId: filter.projectId };
+    let documentIds = filter.documentIds;
+    if (filter.documentId !== undefined) {
+      documentIds = (documentIds ?? [filter.documentId]).filter((id) => id === filter.documentId);
+    }
+    if (filter.where === undefined) {
+      return documentIds === undefined
+        ? projectId
+        : { ...projectId, documents: new Set(documentIds) };
+    }
+    const params: unknown[] = [];
+    const condition = toSqlite(sqliteFilterSql(filter.where, 'd.'), params);
+    let sql = `select d.id from knowledge_documents d where ${SEARCHABLE} and ${condition}`;
+    if (filter.projectId !== undefined) {
+      sql += ' and d.project_id = ?';
+      params.push(filter.projectId);
+    }
+    if (documentIds !== undefined) {
+      sql += ' and d.id in (select value from json_each(?))';
+      params.push(JSON.stringify(documentIds));
+    }
+    const ids = this.statement(sql)
+      .pluck()
+      .all(...params) as string[];
+    return { ...projectId, documents: new Set(ids) };
+  }
+
   /** Keyword candidates by BM25, within the scope (public for the tests that compare with FTS5). */
-  keywordSearch(query: string, filter: SearchFilter, limit: number): Candidate[] {
+  keywordSearch(query: string, filter: IndexScope, limit: number): Candidate[] {
     const terms = chooseQueryTerms(query);
     if (terms.length === 0) return [];
     const phrases = sharedLexer().tokenize(terms);
@@ -147,7 +186,7 @@ export class SqliteChunkStore implements ChunkStore {
    * documents (a failed re-index keeps its rows in the statistics, as FTS5 does); fetches deeper
    * while that left fewer than `limit`.
    */
-  private keywordInProcess(phrases: number[], filter: SearchFilter, limit: number): Candidate[] {
+  private keywordInProcess(phrases: number[], filter: IndexScope, limit: number): Candidate[] {
     const index = this.indexes.keywordIndex();
     for (let fetch = limit + 32; ; fetch *= 4) {
       const ranked = index.search(phrases, filter, fetch);
@@ -178,7 +217,7 @@ export class SqliteChunkStore implements ChunkStore {
   private vectorSearch(
     vector: Float32Array,
     model: string,
-    filter: SearchFilter,
+    filter: IndexScope,
     limit: number,
   ): Candidate[] {
     const table = this.tables.find(model, vector.length);

@@ -10,7 +10,7 @@
  */
 import { Int8Matrix } from './dot-kernel.js';
 import { TopK } from './top-k.js';
-import type { DocumentCandidate, SearchFilter } from '../chunk-store.js';
+import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
 
 /**
  * Candidates re-scored exactly per result wanted (at least MIN_RESCORED). The int8 pass keeps
@@ -176,23 +176,37 @@ export class VectorIndex {
     return dot;
   }
 
+  /** The live rows of the documents (in the project, when given). */
+  private rowsOfDocuments(documents: ReadonlySet<string>, project: string | undefined): number[] {
+    const rows: number[] = [];
+    for (const id of documents) {
+      for (const r of this.rowsOf.get(id) ?? []) {
+        if (this.ids[r] === '' || this.documents[r] !== id) continue;
+        if (project === undefined || this.projects[r] === project) rows.push(r);
+      }
+    }
+    return rows;
+  }
+
   /**
-   * The `limit` rows nearest to `vector` by cosine similarity within the scope filter (project
-   * key, document id), best first; `score` is the cosine similarity.
+   * The `limit` rows nearest to `vector` by cosine similarity within the scope (project key,
+   * documents), best first; `score` is the cosine similarity.
    */
-  search(vector: Float32Array, filter: SearchFilter, limit: number): DocumentCandidate[] {
+  search(vector: Float32Array, filter: IndexScope, limit: number): DocumentCandidate[] {
     const query = this.normalise(vector);
     if (query === null || limit <= 0) return [];
-    let rows: Int32Array;
-    if (filter.documentId !== undefined) {
-      // One document's rows: score them all exactly.
-      const own = (this.rowsOf.get(filter.documentId) ?? []).filter(
-        (r) =>
-          this.ids[r] !== '' &&
-          (filter.projectId === undefined || this.projects[r] === filter.projectId),
-      );
-      rows = Int32Array.from(own);
-    } else {
+    const documents = filter.documents;
+    const project = filter.projectId;
+    let rows: Int32Array | number[] | null = null;
+    if (documents !== undefined) {
+      // A few documents' rows: score them all exactly, no scan.
+      let total = 0;
+      for (const id of documents) total += this.rowsOf.get(id)?.length ?? 0;
+      if (total <= Math.max(4 * MIN_RESCORED, this.size / 16)) {
+        rows = this.rowsOfDocuments(documents, project);
+      }
+    }
+    if (rows === null) {
       let max = 0;
       for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(query[j] ?? 0));
       const toInt = this.queryMax / max;
@@ -201,12 +215,12 @@ export class VectorIndex {
       const top = new TopK(Math.max(limit * OVERSAMPLE, MIN_RESCORED));
       const scales = this.scales;
       const ids = this.ids;
-      const project = filter.projectId;
       let floor = top.floor;
       for (let r = 0; r < dots.length; r++) {
         const score = (dots[r] as number) * (scales[r] as number);
         if (score <= floor) continue;
         if (ids[r] === '' || (project !== undefined && this.projects[r] !== project)) continue;
+        if (documents !== undefined && !documents.has(this.documents[r] ?? '')) continue;
         top.push(score, r);
         floor = top.floor;
       }
