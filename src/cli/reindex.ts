@@ -40,7 +40,7 @@ async function select(ctx: AppContext, opts: Selectors): Promise<KnowledgeDocume
     for (const id of opts.document) found.push(await documents.get(id));
     return found;
   }
-  const listed = await documents.list({
+  const { items: listed } = await documents.list({
     limit: Number.MAX_SAFE_INTEGER,
     ...(opts.project === undefined ? {} : { projectId: opts.project }),
     ...(opts.stale === true ? { staleFor: embedder.model } : {}),

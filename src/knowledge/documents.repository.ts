@@ -20,6 +20,9 @@
  */
 import type { Insertable } from 'kysely';
 import type { Db, DocumentRow, DocumentStatus, KnowledgeDocumentsTable } from '../db/schema.js';
+import type { FilterNode } from './filter/filter.js';
+import type { DocumentOrder } from './knowledge.schemas.js';
+import { toKysely, type DocumentSql } from './filter/sql.js';
 
 /**
  * The row state of a document being deleted (migration 0011, ChunkStore.hideDocument): not a
@@ -27,16 +30,40 @@ import type { Db, DocumentRow, DocumentStatus, KnowledgeDocumentsTable } from '.
  */
 export const HIDDEN = 'deleting' as string as DocumentStatus;
 
+const ORDER_COLUMNS = { createdAt: 'created_at', updatedAt: 'updated_at', name: 'name' } as const;
+
+/** The sort column and direction of an order (ties broken by id, in the same direction). */
+export function orderOf(order: DocumentOrder): {
+  column: (typeof ORDER_COLUMNS)[keyof typeof ORDER_COLUMNS];
+  descending: boolean;
+} {
+  const descending = order.startsWith('-');
+  const field = (descending ? order.slice(1) : order) as keyof typeof ORDER_COLUMNS;
+  return { column: ORDER_COLUMNS[field], descending };
+}
+
 export interface DocumentQuery {
   projectId?: string;
   status?: DocumentStatus;
   /** Only documents whose chunks were embedded with another model than this one. */
   staleFor?: string;
+  /** Only documents this filter matches. */
+  where?: FilterNode;
+  /** Only documents whose name contains this, in any case. */
+  q?: string;
+  /** Default `-createdAt` (newest first). */
+  order?: DocumentOrder;
+  /** Only documents after this one in the order: its sort value and id (keyset paging). */
+  after?: { value: string; id: string };
   limit: number;
 }
 
 export class DocumentsRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** The engine's filter SQL (filter/sql.ts), for lists with `where` or `q`. */
+    private readonly sql?: DocumentSql,
+  ) {}
 
   async insert(row: Insertable<KnowledgeDocumentsTable>): Promise<void> {
     await this.db.insertInto('knowledge_documents').values(row).execute();
@@ -81,7 +108,48 @@ export class DocumentsRepository {
     if (query.staleFor !== undefined) {
       q = q.where('embedding_model', 'is not', null).where('embedding_model', '!=', query.staleFor);
     }
-    return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).execute();
+    if (query.where !== undefined) q = q.where(toKysely(this.sqlOf().filter(query.where, '')));
+    if (query.q !== undefined) q = q.where(toKysely(this.sqlOf().nameContains(query.q, '')));
+    const { column, descending } = orderOf(query.order ?? '-createdAt');
+    const direction = descending ? 'desc' : 'asc';
+    const after = query.after;
+    if (after !== undefined) {
+      const beyond = descending ? '<' : '>';
+      q = q.where((eb) =>
+        eb.or([
+          eb(column, beyond, after.value),
+          eb.and([eb(column, '=', after.value), eb('id', beyond, after.id)]),
+        ]),
+      );
+    }
+    return q.orderBy(column, direction).orderBy('id', direction).limit(query.limit).execute();
+  }
+
+  /** The engine's filter SQL; a repository made without one cannot filter. */
+  private sqlOf(): DocumentSql {
+    if (this.sql === undefined) throw new Error('this repository was made without filter SQL');
+    return this.sql;
+  }
+
+  /** Per project (null: documents without one): documents and their newest `updated_at`. */
+  async projectCounts(): Promise<
+    { projectId: string | null; documentCount: number; updatedAt: string }[]
+  > {
+    const rows = await this.db
+      .selectFrom('knowledge_documents')
+      .select((eb) => [
+        'project_id',
+        eb.fn.countAll<string | number>().as('n'),
+        eb.fn.max('updated_at').as('updated_at'),
+      ])
+      .where('status', '!=', HIDDEN)
+      .groupBy('project_id')
+      .execute();
+    return rows.map((r) => ({
+      projectId: r.project_id,
+      documentCount: Number(r.n),
+      updatedAt: r.updated_at,
+    }));
   }
 
   /**

@@ -2,11 +2,15 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
-import type { DocumentQuery, DocumentsRepository } from './documents.repository.js';
+import type { DocumentRow } from '../db/schema.js';
+import { orderOf, type DocumentQuery, type DocumentsRepository } from './documents.repository.js';
+import { parseFilterJson } from './filter/filter.js';
 import type { KnowledgeEvents } from './events.js';
 import { detectFileType, safeExtension, sanitizeFileName } from './file-type.js';
 import {
+  DOCUMENT_ORDERS,
   METADATA_LIMITS,
+  type DocumentOrder,
   type DocumentMetadata,
   type KnowledgeChunk,
   type KnowledgeDocument,
@@ -37,6 +41,52 @@ export function metadataJson(metadata: DocumentMetadata | undefined): string {
     );
   }
   return json;
+}
+
+/** A list request as the route passes it: `filter` as the JSON text of the query string. */
+export type ListInput = Omit<DocumentQuery, 'where' | 'after'> & {
+  filter?: string;
+  cursor?: string;
+};
+
+export interface DocumentPage {
+  items: KnowledgeDocument[];
+  nextCursor: string | null;
+}
+
+export interface ProjectSummary {
+  projectId: string | null;
+  documentCount: number;
+  chunkCount: number;
+  updatedAt: string;
+}
+
+/** The cursor after `row` in `order`: base64url of the order, the row's sort value and its id. */
+function encodeCursor(order: DocumentOrder, row: DocumentRow): string {
+  const value = row[orderOf(order).column];
+  return Buffer.from(JSON.stringify([order, value, row.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string, order: DocumentOrder): { value: string; id: string } {
+  let parts: unknown;
+  try {
+    parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    parts = null;
+  }
+  if (
+    !Array.isArray(parts) ||
+    parts.length !== 3 ||
+    !parts.every((p) => typeof p === 'string') ||
+    !(DOCUMENT_ORDERS as readonly string[]).includes(parts[0] as string)
+  ) {
+    throw new AppError('VALIDATION_ERROR', 'cursor is not a cursor this list returned');
+  }
+  const [made, value, id] = parts as [string, string, string];
+  if (made !== order) {
+    throw new AppError('VALIDATION_ERROR', `cursor belongs to order=${made}, not order=${order}`);
+  }
+  return { value, id };
 }
 
 export class DocumentsService {
@@ -110,8 +160,52 @@ export class DocumentsService {
     }
   }
 
-  async list(query: DocumentQuery): Promise<KnowledgeDocument[]> {
-    return (await this.repo.list(query)).map(toDocument);
+  /**
+   * One page of documents in `order` (default newest first) and the cursor of the next page (null
+   * at the end). The cursor holds the last document's sort value and id (keyset paging), so each
+   * document is listed once however many are added or deleted between pages.
+   */
+  async list(input: ListInput): Promise<DocumentPage> {
+    const { filter, cursor, ...query } = input;
+    const order = query.order ?? '-createdAt';
+    const rows = await this.repo.list({
+      ...query,
+      order,
+      ...(filter === undefined ? {} : { where: parseFilterJson(filter) }),
+      ...(cursor === undefined ? {} : { after: decodeCursor(cursor, order) }),
+      limit: query.limit + 1,
+    });
+    const more = rows.length > query.limit;
+    const page = more ? rows.slice(0, query.limit) : rows;
+    const last = page.at(-1);
+    return {
+      items: page.map(toDocument),
+      nextCursor: more && last !== undefined ? encodeCursor(order, last) : null,
+    };
+  }
+
+  /**
+   * The projects in use (documents without a project: one row, `projectId` null, first), with
+   * their documents, current chunks and newest `updatedAt`.
+   */
+  async projects(): Promise<ProjectSummary[]> {
+    const [documents, chunks] = await Promise.all([
+      this.repo.projectCounts(),
+      this.store.chunkCountsByProject(),
+    ]);
+    return documents
+      .map((d) => ({ ...d, chunkCount: chunks.get(d.projectId) ?? 0 }))
+      .sort((a, b) =>
+        a.projectId === b.projectId
+          ? 0
+          : a.projectId === null
+            ? -1
+            : b.projectId === null
+              ? 1
+              : a.projectId < b.projectId
+                ? -1
+                : 1,
+      );
   }
 
   /** What the knowledge base holds, and how much of it needs re-embedding for `activeModel`. */

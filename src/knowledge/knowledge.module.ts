@@ -12,6 +12,7 @@ import { converterStatus, loadCommands, type ConverterCommand } from './converti
 import { createPooledConverter, type PooledConverter } from './converting/pooled.js';
 import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
+import { postgresDocumentSql, registerSqliteFilter, sqliteDocumentSql } from './filter/sql.js';
 import { KnowledgeEvents } from './events.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
@@ -88,8 +89,13 @@ export async function createKnowledgeModule(
   embedder: EmbeddingProvider = createEmbeddingProvider(config.embedding, log),
 ): Promise<KnowledgeModule> {
   const scratchDir = join(config.dataDir, 'tmp');
+  // Document lists evaluate filters with the SQLite functions the chunk store also registers.
+  if (database.driver === 'sqlite') registerSqliteFilter(database.native);
   const storage = await createStorage(config, database, scratchDir);
-  const repo = new DocumentsRepository(database.db);
+  const repo = new DocumentsRepository(
+    database.db,
+    database.driver === 'sqlite' ? sqliteDocumentSql : postgresDocumentSql,
+  );
   const store = await createChunkStore(database);
   const commands = loadCommands(config.knowledge);
   const converter = createPooledConverter(config.knowledge);

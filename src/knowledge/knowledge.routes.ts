@@ -17,6 +17,8 @@ import {
   IndexResultSchema,
   KnowledgeStatusSchema,
   ListQuerySchema,
+  DocumentPageSchema,
+  ProjectsSchema,
   PatchDocumentSchema,
   RetrieveBodySchema,
   RetrieveResultSchema,
@@ -82,23 +84,30 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
     {
       config: READ,
       schema: {
-        summary: 'List documents, newest first',
+        summary: 'List documents: filter, name search, order, cursor paging',
         tags,
         querystring: ListQuerySchema,
-        response: {
-          200: Type.Object(
-            { items: Type.Array(DocumentSchema) },
-            { description: 'The documents, newest first.' },
-          ),
-          ...errors(),
-        },
+        response: { 200: DocumentPageSchema, ...errors() },
       },
     },
     async (request) => {
       const { stale, ...query } = request.query;
       const staleFor = stale === true ? { staleFor: knowledge.embedder.model } : {};
-      return { items: await knowledge.documents.list({ ...query, ...staleFor }) };
+      return knowledge.documents.list({ ...query, ...staleFor });
     },
+  );
+
+  app.get(
+    '/knowledge/projects',
+    {
+      config: READ,
+      schema: {
+        summary: 'The projects in use, with document and chunk counts',
+        tags,
+        response: { 200: ProjectsSchema, ...errors() },
+      },
+    },
+    async () => ({ items: await knowledge.documents.projects() }),
   );
 
   app.get(

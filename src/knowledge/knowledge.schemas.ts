@@ -1,6 +1,17 @@
 /** Schemas of the knowledge routes: validation, TypeScript types and OpenAPI in one place. */
 import { Type, type Static } from 'typebox';
 
+/** Orders of a document list: a field, descending with a leading `-`. */
+export const DOCUMENT_ORDERS = [
+  '-createdAt',
+  'createdAt',
+  '-updatedAt',
+  'updatedAt',
+  'name',
+  '-name',
+] as const;
+export type DocumentOrder = (typeof DOCUMENT_ORDERS)[number];
+
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
@@ -112,6 +123,14 @@ const HitSchema = Type.Object({
 });
 export type RetrievalHit = Static<typeof HitSchema>;
 
+/** Described here; parsed and validated by filter/filter.ts (400 naming the bad part). */
+const FILTER_DESCRIPTION =
+  'Only documents matching this filter (applied before ranking). Document fields by name: `name`, `fileType`, `source`, `createdAt`; metadata keys as `metadata.<key>`. A value means equality (a metadata array of strings: contains it); operators `$eq`, `$ne`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte` (a number, or an ISO date such as `2024-05-01` or `2024-05-01T12:00:00Z`), `$exists`; `$and` / `$or` take arrays of filters. E.g. `{"metadata.lang": "en", "metadata.year": {"$gte": 2020}, "fileType": {"$in": ["pdf", "md"]}}`. See the README for the full reference.';
+
+export const FilterSchema = Type.Record(Type.String(), Type.Unknown(), {
+  description: FILTER_DESCRIPTION,
+});
+
 export const ListQuerySchema = Type.Object(
   {
     projectId: Type.Optional(Type.String({ minLength: 1 })),
@@ -123,8 +142,62 @@ export const ListQuerySchema = Type.Object(
           'true: only documents embedded with another model than the active one (re-index them, e.g. `aps reindex --stale`).',
       }),
     ),
+    filter: Type.Optional(
+      Type.String({
+        maxLength: 16_384,
+        description: `The filter of retrieval as JSON text (URL-encoded). ${FILTER_DESCRIPTION}`,
+      }),
+    ),
+    q: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'Only documents whose name contains this (any case).',
+      }),
+    ),
+    order: Type.Enum([...DOCUMENT_ORDERS], {
+      default: '-createdAt',
+      description: 'Sort field; a leading `-` sorts descending. Ties by id.',
+    }),
+    cursor: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 2000,
+        description:
+          'The `nextCursor` of the previous page (same order): each document is listed once, also while documents are added.',
+      }),
+    ),
   },
   { additionalProperties: false },
+);
+
+export const DocumentPageSchema = Type.Object(
+  {
+    items: Type.Array(DocumentSchema),
+    nextCursor: Type.Union([Type.String(), Type.Null()], {
+      description: 'Pass as `cursor` for the next page; null when this page is the last.',
+    }),
+  },
+  { description: 'A page of documents in the requested order.' },
+);
+
+export const ProjectsSchema = Type.Object(
+  {
+    items: Type.Array(
+      Type.Object({
+        projectId: Type.Union([Type.String(), Type.Null()], {
+          description: 'null: the documents uploaded without a project (listed first).',
+        }),
+        documentCount: Type.Integer(),
+        chunkCount: Type.Integer({ description: 'Current chunks of its documents.' }),
+        updatedAt: Type.String({
+          format: 'date-time',
+          description: 'The newest `updatedAt` of its documents.',
+        }),
+      }),
+    ),
+  },
+  { description: 'The projects in use, by id.' },
 );
 
 /** Characters of the upload's text fields at most. */
@@ -203,7 +276,16 @@ export const RetrieveBodySchema = Type.Object(
       }),
     ),
     projectId: Type.Optional(Type.String({ minLength: 1 })),
-    documentId: Type.Optional(Type.String({ minLength: 1 })),
+    documentId: Type.Optional(
+      Type.Union(
+        [
+          Type.String({ minLength: 1 }),
+          Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: 100 }),
+        ],
+        { description: 'One document id, or an array of 1..100: only their chunks.' },
+      ),
+    ),
+    filter: Type.Optional(FilterSchema),
     mode: Type.Enum(['hybrid', 'semantic', 'keyword'], { default: 'hybrid' }),
   },
   { additionalProperties: false },

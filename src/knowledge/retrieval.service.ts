@@ -13,6 +13,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
+import { parseFilter } from './filter/filter.js';
 import { fairTurn } from '../turns.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import { fuse, keywordScore } from './fusion.js';
@@ -71,6 +72,18 @@ export function rank(
   return ranked.filter(keep).slice(0, body.topK);
 }
 
+/** The scope of a retrieval: project, document id(s) and the parsed `filter` (400 if invalid). */
+function searchFilter(body: RetrieveBody): SearchFilter {
+  const { projectId, documentId } = body;
+  return {
+    ...(projectId === undefined ? {} : { projectId }),
+    ...(documentId === undefined
+      ? {}
+      : { documentIds: typeof documentId === 'string' ? [documentId] : documentId }),
+    ...(body.filter === undefined ? {} : { where: parseFilter(body.filter) }),
+  };
+}
+
 export class RetrievalService {
   private embedFailedAt = Number.NEGATIVE_INFINITY;
 
@@ -88,10 +101,7 @@ export class RetrievalService {
   async retrieve(body: RetrieveBody): Promise<RetrievalResult> {
     const query = body.query.trim();
     if (query === '') throw new AppError('KNOWLEDGE_QUERY_REQUIRED');
-    const filter: SearchFilter = {
-      ...(body.projectId === undefined ? {} : { projectId: body.projectId }),
-      ...(body.documentId === undefined ? {} : { documentId: body.documentId }),
-    };
+    const filter = searchFilter(body);
     const limit = Math.max(CANDIDATES, body.topK * 4);
     const vector = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
     // The queries of one embedding batch search in arrival order, a few per event-loop turn.

@@ -16,6 +16,12 @@ export type Fragment = (string | { value: unknown })[];
 /** An engine's filter condition on documents; `alias` prefixes their columns (e.g. `d.`). */
 export type FilterSql = (node: FilterNode, alias: string) => Fragment;
 
+/** What document lists need of an engine: filters, and "the name contains `q`" (any case). */
+export interface DocumentSql {
+  filter: FilterSql;
+  nameContains(q: string, alias: string): Fragment;
+}
+
 /** The fragment's SQL with `$n` placeholders; its values appended to `params`. */
 export function toPg(fragment: Fragment, params: unknown[]): string {
   return fragment
@@ -85,6 +91,14 @@ export function registerSqliteFilter(native: BetterSqlite3.Database): void {
       };
       return matchesFilter(treeOf(String(tree)), target) ? 1 : 0;
     },
+  );
+  registerContains(native);
+}
+
+/** SQLite's lower() folds ASCII only: names are compared in JavaScript, case-folded. */
+function registerContains(native: BetterSqlite3.Database): void {
+  native.function('aps_contains', { deterministic: true }, (text: unknown, part: unknown) =>
+    String(text).toLowerCase().includes(String(part).toLowerCase()) ? 1 : 0,
   );
 }
 
@@ -176,4 +190,14 @@ export const postgresFilterSql: FilterSql = (node, alias) => {
   const out: Fragment = [];
   pgNode(node, alias, out);
   return out;
+};
+
+export const sqliteDocumentSql: DocumentSql = {
+  filter: sqliteFilterSql,
+  nameContains: (q, alias) => [`aps_contains(${alias}name, `, { value: q }, ') = 1'],
+};
+
+export const postgresDocumentSql: DocumentSql = {
+  filter: postgresFilterSql,
+  nameContains: (q, alias) => [`strpos(lower(${alias}name), lower(`, { value: q }, '::text)) > 0'],
 };

@@ -188,6 +188,8 @@ export interface ChunkStore {
    */
   purgeLeftovers(stop?: () => boolean): Promise<string[]>;
   listChunks(documentId: string): Promise<ChunkRow[]>;
+  /** Current chunks per project id (null: documents without a project); hidden ones left out. */
+  chunkCountsByProject(): Promise<Map<string | null, number>>;
   /**
    * Stored vectors of `model` for the given hashes of embedded text (the embedding cache: any
    * chunk of any document embedded from the same text with the same model).

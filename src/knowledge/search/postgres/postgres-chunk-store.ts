@@ -229,6 +229,15 @@ export class PostgresChunkStore implements ChunkStore {
     return rows;
   }
 
+  async chunkCountsByProject(): Promise<Map<string | null, number>> {
+    const { rows } = await this.pool.query<{ project_id: string | null; n: number }>(
+      `select d.project_id, count(*)::int as n from knowledge_chunks c
+       join knowledge_documents d on d.id = c.document_id
+       where d.status <> 'deleting' group by d.project_id`,
+    );
+    return new Map(rows.map((r) => [r.project_id, r.n]));
+  }
+
   async cachedVectors(
     model: string,
     dimensions: number,

@@ -252,6 +252,17 @@ export class SqliteChunkStore implements ChunkStore {
     ).all(documentId) as ChunkRow[];
   }
 
+  async chunkCountsByProject(): Promise<Map<string | null, number>> {
+    const rows = this.statement(
+      `select d.project_id, count(*) from knowledge_chunks c
+       join knowledge_documents d on d.id = c.document_id
+       where ${CURRENT} group by d.project_id`,
+    )
+      .raw()
+      .all() as [string | null, number][];
+    return new Map(rows);
+  }
+
   async cachedVectors(
     model: string,
     dimensions: number,
