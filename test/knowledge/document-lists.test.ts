@@ -33,7 +33,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const list = async (params: Record<string, string | number>) => {
-  const query = new URLSearchParams(Object.entries(params).map(([a, b]) => [a, String(b)]));
+  const query = new URLSearchParams(Object.entries(params).map(([a, b]): [string, string] => [a, String(b)]));
   return k.get(`/documents?${query.toString()}`);
 };
 const listOk = async (params: Record<string, string | number>) => {

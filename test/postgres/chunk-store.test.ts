@@ -15,6 +15,7 @@ import { migrate } from '../../src/db/migrator.js';
 import type { Db } from '../../src/db/schema.js';
 import { openSqlite } from '../../src/db/sqlite.js';
 import { chunkMarkdown } from '../../src/knowledge/chunker.js';
+import { parseFilter } from '../../src/knowledge/filter/filter.js';
 import type {
   ChunkStore,
   Evidence,
@@ -770,6 +771,29 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         await client.query('rollback');
       } finally {
         client.release();
+      }
+    });
+
+    it('a metadata filter through the HNSW index still returns every match, with or without iterative scans', async () => {
+      await recallDb.pool.query(
+        `update knowledge_documents set metadata = '{"size": "s", "tags": ["few"]}' where id = $1`,
+        [docs.small!.id],
+      );
+      const where = parseFilter({ 'metadata.tags': 'few', 'metadata.size': { $in: ['s', 'xs'] } });
+      for (const iterativeScan of [true, false]) {
+        const s = new PostgresChunkStore(recallDb.pool, { exactSearchMax: 0 });
+        if (!iterativeScan) {
+          // As with pgvector before 0.8: the graph scan stops after its beam, the filter after.
+          const vectors = (s as unknown as { vectors: { loadFeatures(): Promise<object> } })
+            .vectors;
+          const features = { ...(await vectors.loadFeatures()), iterativeScan: false };
+          vectors.loadFeatures = () => Promise.resolve(features);
+        }
+        const hits = await s.search(
+          { text: null, vector: query, model, filter: { where }, limit: 20 },
+          semanticOnly,
+        );
+        expect(ids(hits), `iterative ${iterativeScan}`).toEqual(exact(small, query, 20));
       }
     });
   });

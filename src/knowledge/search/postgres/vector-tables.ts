@@ -228,12 +228,14 @@ export class VectorTables {
     let inScope = 0;
     if (!exact) {
       // How many chunks are in scope (the whole table without filters), counted up to the
-      // threshold: a small scope or collection is searched exactly (recall 1, and fast).
+      // threshold: a small scope or collection is searched exactly (recall 1, and fast). At least
+      // past what the graph scan fetches: `nearest` tells a short answer from a small scope.
       const countParams: unknown[] = [];
+      const cap = Math.max(this.exactSearchMax, limit + 32) + 1;
       const { rows } = await client.query<{ n: number }>(
         `select count(*)::int as n from (
            select 1 from ${table.name} v
-           where true${vectorScope(filter, countParams)} limit ${this.exactSearchMax + 1}
+           where true${vectorScope(filter, countParams)} limit ${cap}
          ) s`,
         countParams,
       );
