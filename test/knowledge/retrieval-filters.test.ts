@@ -149,7 +149,9 @@ describe('filtered retrieval', () => {
           // filter may remove; keyword and semantic scores do not depend on the scope.
           if (mode !== 'hybrid') {
             expect(got.map((h) => h.id)).toEqual(expected.map((h) => h.id));
-            got.forEach((h, i) => expect(h.score).toBeCloseTo(expected[i]?.score ?? NaN, 9));
+            got.forEach((h, i) => {
+              expect(h.score).toBeCloseTo(expected[i]?.score ?? NaN, 9);
+            });
           }
         },
       ),
@@ -181,7 +183,9 @@ describe('filtered retrieval', () => {
           const semantic = await hits({ query, mode: 'semantic', topK: 10, filter });
           const semanticOnly = await other({ query, mode: 'semantic', topK: 10 });
           expect(semantic.map(key)).toEqual(semanticOnly.map(key));
-          semantic.forEach((h, i) => expect(h.score).toBeCloseTo(semanticOnly[i]?.score ?? NaN, 6));
+          semantic.forEach((h, i) => {
+            expect(h.score).toBeCloseTo(semanticOnly[i]?.score ?? NaN, 6);
+          });
           // Keyword: the same chunks. BM25 statistics (idf, average length) stay those of the
           // whole index, as Lucene's filters keep them: a chunk scores the same whatever the
           // filter, so minScore means the same with and without one; the order may differ.
