@@ -27,6 +27,30 @@ export function queryLexemes(query: string, lexer: Fts5Lexer = sharedLexer()): n
     .filter((g) => g.length > 0);
 }
 
+/** Words remembered with their lexeme id at most (then the cache starts over). */
+const WORDS_CACHE_MAX = 200_000;
+const cache = { lexer: null as Fts5Lexer | null, ids: new Map<string, number>() };
+
+/**
+ * The lexeme id of each word (a span of wordSpans), -1 for one FTS5 would cut otherwise (never
+ * marked). Remembered per word: a hit's words are mostly known, and asking the lexer costs a
+ * few allocations per word.
+ */
+function lexemeIds(words: readonly string[], lexer: Fts5Lexer): number[] {
+  if (cache.lexer !== lexer || cache.ids.size > WORDS_CACHE_MAX) {
+    cache.lexer = lexer;
+    cache.ids = new Map();
+  }
+  const ids = cache.ids;
+  const missing = [...new Set(words.filter((w) => !ids.has(w)))];
+  if (missing.length > 0) {
+    lexer.tokenize(missing).forEach((t, i) => {
+      ids.set(missing[i] ?? '', t.length === 1 ? (t[0] ?? -1) : -1);
+    });
+  }
+  return words.map((w) => ids.get(w) ?? -1);
+}
+
 /**
  * The ranges of `content` holding a lexeme of the query groups `groups` (queryLexemes): sorted,
  * non-overlapping, adjacent ones merged (the words of "训练数据" make one range). A group of
@@ -40,9 +64,8 @@ export function highlightRanges(
   if (groups.length === 0 || content.length === 0) return [];
   const spans = wordSpans(content);
   if (spans.length === 0) return [];
-  const tokens = lexer.tokenize(spans.map(([start, end]) => content.slice(start, end)));
-  // A span is one token of the indexed text; one FTS5 would cut otherwise is never marked.
-  const lexemeOf = tokens.map((t) => (t.length === 1 ? (t[0] ?? -1) : -1));
+  const words = spans.map(([start, end]) => content.slice(start, end));
+  const lexemeOf = lexemeIds(words, lexer);
   const present = new Set(lexemeOf);
   const wanted = new Set<number>();
   for (const group of groups) {

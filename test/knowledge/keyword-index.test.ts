@@ -432,3 +432,59 @@ describe('migration 0007 and the store on existing chunks', () => {
     }
   });
 });
+
+describe('migration 0013', () => {
+  it('segments the keyword rows of CJK and Thai chunks indexed before; the store then finds them', async () => {
+    const old = openSqlite(join(tempDir(), 'old-cjk.db'));
+    try {
+      const before = MIGRATIONS.findIndex((m) => m.name === '0013_segmented_keywords');
+      expect((await migrate(old, MIGRATIONS.slice(0, before))).status).toBe('ok');
+      const now = new Date().toISOString();
+      old.native
+        .prepare(
+          `insert into knowledge_documents (id, name, file_type, mime_type, source, project_id, project_key,
+             version, status, checksum, size_bytes, file_path, created_at, updated_at)
+           values ('a', '说明.md', 'md', 'text/markdown', 'upload', null, '', 1, 'indexed', 'a', 1, 'x', ?, ?)`,
+        )
+        .run(now, now);
+      const contents = ['我们的训练数据集很大', 'plain English text', 'ภาษาไทยสวยงาม'];
+      contents.forEach((content, i) => {
+        // As the previous build wrote them: the text as it is.
+        const rowid = old.native
+          .prepare(
+            `insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content)
+             values (?, 'a', '说明.md', '', ?)`,
+          )
+          .run(`c${i}`, content).lastInsertRowid;
+        old.native
+          .prepare(
+            `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content,
+               token_estimate, metadata, embedding_model, embedding_dimensions, content_hash, created_at, fts_rowid)
+             values (?, 'a', ?, '', null, ?, 1, '{}', 'm', 1, 'h', ?, ?)`,
+          )
+          .run(`c${i}`, i, content, now, rowid);
+      });
+      expect((await migrate(old, MIGRATIONS)).status).toBe('ok');
+      const fts = old.native
+        .prepare('select content from knowledge_chunks_fts order by rowid')
+        .pluck()
+        .all();
+      expect(fts).toEqual(contents.map(segmentWords));
+      expect(fts[1]).toBe('plain English text');
+      // The chunk rows keep their text.
+      const chunks = old.native
+        .prepare('select content from knowledge_chunks order by chunk_index')
+        .pluck()
+        .all();
+      expect(chunks).toEqual(contents);
+      const { SqliteChunkStore } =
+        await import('../../src/knowledge/search/sqlite/sqlite-chunk-store.js');
+      const store = new SqliteChunkStore(old.native);
+      expect(store.keywordSearch('训练数据', {}, 10).map((c) => c.chunkId)).toEqual(['c0']);
+      expect(store.keywordSearch('สวยงาม', {}, 10).map((c) => c.chunkId)).toEqual(['c2']);
+      expect(store.keywordSearch('说明', {}, 10)).toHaveLength(3);
+    } finally {
+      await old.db.destroy();
+    }
+  });
+});

@@ -4,7 +4,9 @@
  * spaces (Korean, Arabic, Russian, German) and without (Chinese, Japanese, Thai: segment.ts),
  * and the hit's highlights mark it.
  */
+import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { up as segmentKeywords } from '../../src/db/migrations/0013_segmented_keywords.js';
 import { bearer, type TestApp } from '../helpers.js';
 import { KnowledgeClient, knowledgeApp, type DocumentBody } from './helpers.js';
 
@@ -96,7 +98,7 @@ beforeAll(async () => {
       ids[lang] = id;
     }
   }
-});
+}, 120_000); // eight documents indexed: slow on a busy machine
 
 afterAll(async () => {
   await t.close();
@@ -158,5 +160,56 @@ describe('highlights', () => {
     // Stemmed: "reports" marks "report".
     const keyword = await hits('reports', 'keyword');
     expect(marked(keyword[0] as Hit)).toEqual(['report']);
+  });
+});
+
+describe('migration 0013 on PostgreSQL', () => {
+  it('rebuilds the keyword rows and statistics of a document indexed unsegmented', async () => {
+    if (t.ctx.database.driver !== 'postgres') return; // SQLite: keyword-index.test.ts
+    const { db } = t.ctx.database;
+    const doc = await k.uploadOk('old-zh.md', '# 旧文档\n\n深度学习框架很流行。');
+    await k.indexOk(doc.id);
+    /** BM25 statistics as stored, and as the rows say they should be. */
+    const statistics = async () => {
+      const stored = await sql<{ chunks: number; tokens: number; terms: string }>`
+        select chunks::int, tokens::int, (select string_agg(lexeme || ':' || chunks, ' ' order by lexeme)
+          from knowledge_fts_terms) as terms from knowledge_fts_stats`.execute(db);
+      const counted = await sql<{ chunks: number; tokens: number; terms: string }>`
+        select count(*)::int as chunks, sum(token_count)::int as tokens,
+          (select string_agg(lexeme || ':' || n, ' ' order by lexeme) from (
+            select u.lexeme, count(*) as n from knowledge_chunks_fts f
+            cross join lateral unnest(tsvector_to_array(f.terms)) as u(lexeme) group by u.lexeme) x) as terms
+        from knowledge_chunks_fts`.execute(db);
+      return { stored: stored.rows[0], counted: counted.rows[0] };
+    };
+    const fresh = await statistics();
+    expect(fresh.stored).toEqual(fresh.counted);
+    // As the previous build indexed it: the run 深度学习框架很流行 one token (consistent statistics).
+    await sql`insert into knowledge_fts_terms (lexeme, chunks)
+      select u.lexeme, -count(*) from knowledge_chunks_fts f
+      cross join lateral unnest(tsvector_to_array(f.terms)) as u(lexeme)
+      where f.document_id = ${doc.id} group by u.lexeme
+      on conflict (lexeme) do update set chunks = knowledge_fts_terms.chunks + excluded.chunks`.execute(
+      db,
+    );
+    await sql`delete from knowledge_fts_terms where chunks <= 0`.execute(db);
+    await sql`update knowledge_chunks_fts set terms = array_to_tsvector(array['深度学习框架很流行', '旧文档'])
+      where document_id = ${doc.id}`.execute(db);
+    await sql`insert into knowledge_fts_terms (lexeme, chunks)
+      select u.lexeme, count(*) from knowledge_chunks_fts f
+      cross join lateral unnest(tsvector_to_array(f.terms)) as u(lexeme)
+      where f.document_id = ${doc.id} group by u.lexeme
+      on conflict (lexeme) do update set chunks = knowledge_fts_terms.chunks + excluded.chunks`.execute(
+      db,
+    );
+    expect(await hits('深度学习', 'keyword')).toEqual([]);
+
+    await segmentKeywords(db as unknown as Kysely<unknown>, 'postgres');
+    const after = await statistics();
+    expect(after).toEqual(fresh);
+    expect((await hits('深度学习', 'keyword')).map((h) => h.documentId)).toEqual([doc.id]);
+    // Nothing to change the second time.
+    await segmentKeywords(db as unknown as Kysely<unknown>, 'postgres');
+    expect(await statistics()).toEqual(fresh);
   });
 });

@@ -56,13 +56,39 @@ export function segmentWords(text: string): string {
   });
 }
 
-const TOKEN = /[\p{L}\p{N}\p{Co}]+/gu;
+const TOKEN_CHAR = /[\p{L}\p{N}\p{Co}]/u;
+/** Per BMP unit: 0 not known yet, 1 a token character, 2 a separator. */
+const BMP_CLASS = new Uint8Array(0x10000);
 
-/** Pushes the tokens of text[from, to) (unicode61's token characters) as offsets into `spans`. */
+/** Whether the code point at text[i] is a token character (letters, digits, private use). */
+function isTokenChar(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c < 0x80) return (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a);
+  if (c >= 0xd800 && c <= 0xdbff)
+    return TOKEN_CHAR.test(String.fromCodePoint(text.codePointAt(i) ?? c));
+  let k = BMP_CLASS[c] as number;
+  if (k === 0) BMP_CLASS[c] = k = TOKEN_CHAR.test(String.fromCharCode(c)) ? 1 : 2;
+  return k === 1;
+}
+
+/**
+ * Pushes the tokens of text[from, to) (unicode61's token characters, a combining mark
+ * separating) as offsets into `spans`. A scan, not a regular expression: highlights run it over
+ * every hit.
+ */
 function pushTokens(text: string, from: number, to: number, spans: [number, number][]): void {
-  for (const t of text.slice(from, to).matchAll(TOKEN)) {
-    spans.push([from + t.index, from + t.index + t[0].length]);
+  let start = -1;
+  for (let i = from; i < to; i++) {
+    const astral = text.charCodeAt(i) >= 0xd800 && text.charCodeAt(i) <= 0xdbff && i + 1 < to;
+    if (isTokenChar(text, i)) {
+      if (start < 0) start = i;
+    } else if (start >= 0) {
+      spans.push([start, i]);
+      start = -1;
+    }
+    if (astral) i++;
   }
+  if (start >= 0) spans.push([start, to]);
 }
 
 /**
