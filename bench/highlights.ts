@@ -1,6 +1,7 @@
 /**
  * The cost of highlights (src/knowledge/highlights.ts): per hit, for SciFact abstracts as hits
- * and SciFact train queries, as retrieval computes them for its topK hits.
+ * and SciFact train queries, as retrieval computes them for its topK hits. And what segmenting
+ * (segment.ts) adds to indexing English text: segmentWords next to the lexer's own tokenizing.
  *
  *   npx tsx bench/highlights.ts [--queries 300] [--top 10]
  *
@@ -10,6 +11,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { highlightRanges, queryLexemes } from '../src/knowledge/highlights.js';
+import { segmentWords } from '../src/knowledge/search/segment.js';
+import { sharedLexer } from '../src/knowledge/search/sqlite/fts5-lexer.js';
 
 const { values } = parseArgs({
   options: { queries: { type: 'string', default: '300' }, top: { type: 'string', default: '10' } },
@@ -53,4 +56,23 @@ console.log(
   `highlights: ${hits} hits (SciFact abstracts, mean ${Math.round(chars)} chars) for ${queries.length} queries × top ${top}: ` +
     `${((ms * 1000) / hits).toFixed(1)} µs per hit (CPU ${((cpuMs * 1000) / hits).toFixed(1)} µs), ` +
     `${(ranges / hits).toFixed(2)} ranges per hit`,
+);
+
+/** CPU milliseconds of `work`. */
+function cpuTime(work: () => void): number {
+  const cpu = process.cpuUsage();
+  work();
+  const used = process.cpuUsage(cpu);
+  return (used.user + used.system) / 1000;
+}
+const lexer = sharedLexer();
+lexer.tokenize(corpus); // warm, as a running server is
+let segmented: string[] = [];
+const segmentMs = cpuTime(() => {
+  segmented = corpus.map(segmentWords);
+});
+const lexMs = cpuTime(() => lexer.tokenize(segmented));
+console.log(
+  `indexing ${corpus.length} SciFact abstracts (CPU): segmentWords ${((segmentMs * 1000) / corpus.length).toFixed(2)} µs per abstract, ` +
+    `the lexer's tokenize ${((lexMs * 1000) / corpus.length).toFixed(1)} µs per abstract`,
 );
