@@ -116,6 +116,16 @@ const HitSchema = Type.Object({
   sectionPath: Type.String(),
   page: Type.Union([Type.Integer(), Type.Null()]),
   content: Type.String(),
+  highlights: Type.Array(
+    Type.Object({ start: Type.Integer({ minimum: 0 }), end: Type.Integer({ minimum: 0 }) }),
+    {
+      description:
+        'Where the query words occur in `content` after stemming, as the keyword index matches them ' +
+        '(a query "running" marks "runs"; dropped stop words are not marked; CJK and Thai words as the ' +
+        'segmenter cuts them): UTF-16 code unit offsets, `end` exclusive, sorted, non-overlapping, ' +
+        'adjacent ranges merged. In every mode; `[]` when none occurs (a semantic match).',
+    },
+  ),
   metadata: Type.Record(Type.String(), Type.Unknown()),
   documentMetadata: Type.Record(Type.String(), Type.Unknown(), {
     description: "The metadata of the hit's document.",

@@ -6,6 +6,7 @@ import type {
   Progress,
   RetrievalHit,
 } from './knowledge.schemas.js';
+import type { Highlight } from './highlights.js';
 import type { ChunkHit } from './search/chunk-store.js';
 
 function parseObject(text: string | null): Record<string, unknown> | null {
@@ -65,7 +66,7 @@ export function toChunk(row: ChunkRow): KnowledgeChunk {
   };
 }
 
-export function toHit(row: ChunkHit, score: number): RetrievalHit {
+export function toHit(row: ChunkHit, score: number, highlights: Highlight[]): RetrievalHit {
   return {
     id: row.id,
     score,
@@ -78,6 +79,7 @@ export function toHit(row: ChunkHit, score: number): RetrievalHit {
     sectionPath: row.section_path,
     page: row.page,
     content: row.content,
+    highlights,
     metadata: parseObject(row.metadata) ?? {},
     documentMetadata: parseObject(row.document_metadata) ?? {},
   };

@@ -18,6 +18,7 @@ import { fairTurn } from '../turns.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import { fuse, keywordScore } from './fusion.js';
 import type { RetrievalHit, RetrieveBody } from './knowledge.schemas.js';
+import { highlightRanges, queryLexemes } from './highlights.js';
 import { toHit } from './mappers.js';
 import type { Candidate, ChunkStore, Evidence, SearchFilter } from './search/chunk-store.js';
 
@@ -117,11 +118,13 @@ export class RetrievalService {
       },
       (evidence) => rank(body, vector, evidence),
     );
+    // In every mode: a semantic hit shows whichever query words it holds.
+    const lexemes = queryLexemes(query);
     return {
       query: body.query,
       topK: body.topK,
       mode: body.mode,
-      items: ranked.map((r) => toHit(r.chunk, r.score)),
+      items: ranked.map((r) => toHit(r.chunk, r.score, highlightRanges(r.chunk.content, lexemes))),
     };
   }
 

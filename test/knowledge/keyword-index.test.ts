@@ -12,7 +12,8 @@ import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
 import { Fts5Lexer, FTS5_TOKENIZE } from '../../src/knowledge/search/sqlite/fts5-lexer.js';
-import { chooseQueryTerms } from '../../src/knowledge/search/query-terms.js';
+import { queryWordGroups } from '../../src/knowledge/search/query-terms.js';
+import { segmentWords } from '../../src/knowledge/search/segment.js';
 import { buildFtsQuery } from '../../src/knowledge/search/sqlite/fts-query.js';
 import { KeywordIndex } from '../../src/knowledge/search/sqlite/keyword-index.js';
 
@@ -126,11 +127,43 @@ describe('Fts5Lexer', () => {
     );
   });
 
+  it('gives FTS5 lexemes for segmented CJK and Thai text, and cuts their runs into words', () => {
+    const cjk = fc
+      .array(
+        fc.oneof(
+          fc.constantFrom(...CJK_WORDS),
+          fc.constantFrom(' ', '', '。', '、', 'GPT', 'data', '42', '\u0301'),
+          text,
+        ),
+        { maxLength: 20 },
+      )
+      .map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(fc.array(cjk, { minLength: 1, maxLength: 20 }), (texts) => {
+        const segmented = texts.map(segmentWords);
+        expect(lexer.lexemes(segmented)).toEqual(fts5Lexemes(segmented));
+      }),
+      { numRuns: 100 },
+    );
+    expect(lexer.lexemes([segmentWords('我们的训练数据集很大。GPT模型')])).toEqual([
+      ['我们', '的', '训练', '数据', '集', '很大', 'gpt', '模型'],
+    ]);
+    expect(lexer.lexemes([segmentWords('東京都に住んでいる学生です')])[0]).toContain('学生');
+    expect(lexer.lexemes([segmentWords('ภาษาไทยสวยงาม')])[0]).toEqual(['ภาษา', 'ไทย', 'สวยงาม']);
+  });
+
   it('stems every suffix combination as FTS5 does', () => {
     const words = STEMS.flatMap((s) => SUFFIXES.flatMap((a) => SUFFIXES.map((b) => s + a + b)));
     expect(lexer.lexemes(words)).toEqual(fts5Lexemes(words));
   });
 });
+
+/** Chinese, Japanese and Thai words and runs of them (no spaces: the segmenter cuts them). */
+const CJK_WORDS = [
+  ...['训练', '数据', '训练数据', '数据集', '机器学习', '模型', '我们的训练数据集很大', '的'],
+  ...['東京', '東京都に住んでいる', 'データ', '学習', '機械学習のデータ', 'です'],
+  ...['ภาษาไทย', 'ภาษา', 'สวยงาม', 'ภาษาไทยสวยงาม', 'ที่'],
+];
 
 // A corpus generator: documents with names and sections, content from a small vocabulary in
 // inflected forms so that stems, repeats and every column weight matter.
@@ -139,6 +172,7 @@ const VOCABULARY = [
   ...['bread', 'breads', 'dough', 'oven', 'baking', 'baked', 'bake', 'refund', 'refunds'],
   ...['policy', 'policies', 'connect', 'connection', 'connected', 'runner', 'running', 'ran'],
   ...['the', 'of', 'and', 'a', 'is', 'café', 'naïve', 'µg', 'x', 'ox', 'big', 'data'],
+  ...CJK_WORDS,
 ];
 const word = fc.constantFrom(...VOCABULARY);
 const sentence = fc.array(word, { minLength: 0, maxLength: 30 }).map((w) => w.join(' '));
@@ -164,13 +198,20 @@ function load(corpus: Corpus): KeywordIndex {
      values (?, ?, ?, ?, ?)`,
   );
   corpus.docs.forEach((doc, d) => {
-    const texts = doc.chunks.flatMap((c) => [doc.name, c.section, c.content]);
+    // As the store writes them: CJK and Thai runs cut into words (segment.ts).
+    const texts = doc.chunks.flatMap((c) => [doc.name, c.section, c.content].map(segmentWords));
     const ids = lexer.tokenize(texts);
     const none = new Int32Array(0);
     index.add(
       doc.chunks.map((c, i) => {
         const rowid = Number(
-          insert.run(`c${d}-${i}`, `d${d}`, doc.name, c.section, c.content).lastInsertRowid,
+          insert.run(
+            `c${d}-${i}`,
+            `d${d}`,
+            segmentWords(doc.name),
+            segmentWords(c.section),
+            segmentWords(c.content),
+          ).lastInsertRowid,
         );
         return {
           rowid,
@@ -205,12 +246,18 @@ function fts5Search(text: string, documents: string[] | null, limit: number): Ra
     .all(...params, limit) as Ranked[];
 }
 
-/** The query's lexemes, one per chosen word, as ids (-1 for a lexeme no text had). */
-function phrases(text: string): number[] {
-  return lexer.lexemes(chooseQueryTerms(text)).map((p) => {
-    expect(p).toHaveLength(1);
-    return lexer.idOf(p[0] ?? '');
-  });
+/** The query's lexeme ids, a group per chosen word (-1 for a lexeme no text had). */
+function phrases(text: string): number[][] {
+  const groups = queryWordGroups(text);
+  const words = lexer.lexemes(groups.flat());
+  let at = 0;
+  return groups.map((g) =>
+    g.map(() => {
+      const p = words[at++] ?? [];
+      expect(p).toHaveLength(1);
+      return lexer.idOf(p[0] ?? '');
+    }),
+  );
 }
 
 function expectSameRanking(actual: Ranked[], expected: Ranked[]): void {
@@ -284,11 +331,37 @@ describe('KeywordIndex', () => {
       deleted: [],
     });
     const q = 'run running';
-    expect(phrases(q)).toEqual([lexer.idOf('run'), lexer.idOf('run')]);
+    expect(phrases(q)).toEqual([[lexer.idOf('run')], [lexer.idOf('run')]]);
     const hits = index.search(phrases(q), {}, 10);
     expectSameRanking(hits, fts5Search(q, null, 10));
     const single = index.search(phrases('run'), {}, 10);
     expect(hits[0]?.score).toBeCloseTo(2 * (single[0]?.score ?? 0), 12);
+  });
+});
+
+describe('CJK and Thai words', () => {
+  it('finds a CJK query word inside a run, all of its words in one chunk, as FTS5 does', () => {
+    const index = load({
+      docs: [
+        {
+          name: '说明.md',
+          project: null,
+          chunks: [{ section: '', content: '我们的训练数据集很大' }],
+        },
+        { name: 'b.md', project: null, chunks: [{ section: '', content: '数据很重要' }] },
+        { name: 'c.md', project: null, chunks: [{ section: '', content: 'ภาษาไทยสวยงาม' }] },
+      ],
+      deleted: [],
+    });
+    for (const q of ['训练数据', '数据', '训练数据 ภาษาไทย', 'สวยงาม', '训练模型']) {
+      expectSameRanking(index.search(phrases(q), {}, 10), fts5Search(q, null, 10));
+    }
+    const rowOf = (q: string) => index.search(phrases(q), {}, 10).map((h) => h.chunkId);
+    // All of 训练 and 数据: only the first chunk (the second has 数据 alone).
+    expect(rowOf('训练数据')).toEqual(['c0-0']);
+    expect(rowOf('数据').sort()).toEqual(['c0-0', 'c1-0']);
+    expect(rowOf('训练模型')).toEqual([]);
+    expect(rowOf('ภาษาไทย')).toEqual(['c2-0']);
   });
 });
 
@@ -354,6 +427,62 @@ describe('migration 0007 and the store on existing chunks', () => {
         .pluck()
         .all();
       expect(changes).toEqual(['b']);
+    } finally {
+      await old.db.destroy();
+    }
+  });
+});
+
+describe('migration 0013', () => {
+  it('segments the keyword rows of CJK and Thai chunks indexed before; the store then finds them', async () => {
+    const old = openSqlite(join(tempDir(), 'old-cjk.db'));
+    try {
+      const before = MIGRATIONS.findIndex((m) => m.name === '0013_segmented_keywords');
+      expect((await migrate(old, MIGRATIONS.slice(0, before))).status).toBe('ok');
+      const now = new Date().toISOString();
+      old.native
+        .prepare(
+          `insert into knowledge_documents (id, name, file_type, mime_type, source, project_id, project_key,
+             version, status, checksum, size_bytes, file_path, created_at, updated_at)
+           values ('a', '说明.md', 'md', 'text/markdown', 'upload', null, '', 1, 'indexed', 'a', 1, 'x', ?, ?)`,
+        )
+        .run(now, now);
+      const contents = ['我们的训练数据集很大', 'plain English text', 'ภาษาไทยสวยงาม'];
+      contents.forEach((content, i) => {
+        // As the previous build wrote them: the text as it is.
+        const rowid = old.native
+          .prepare(
+            `insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content)
+             values (?, 'a', '说明.md', '', ?)`,
+          )
+          .run(`c${i}`, content).lastInsertRowid;
+        old.native
+          .prepare(
+            `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content,
+               token_estimate, metadata, embedding_model, embedding_dimensions, content_hash, created_at, fts_rowid)
+             values (?, 'a', ?, '', null, ?, 1, '{}', 'm', 1, 'h', ?, ?)`,
+          )
+          .run(`c${i}`, i, content, now, rowid);
+      });
+      expect((await migrate(old, MIGRATIONS)).status).toBe('ok');
+      const fts = old.native
+        .prepare('select content from knowledge_chunks_fts order by rowid')
+        .pluck()
+        .all();
+      expect(fts).toEqual(contents.map(segmentWords));
+      expect(fts[1]).toBe('plain English text');
+      // The chunk rows keep their text.
+      const chunks = old.native
+        .prepare('select content from knowledge_chunks order by chunk_index')
+        .pluck()
+        .all();
+      expect(chunks).toEqual(contents);
+      const { SqliteChunkStore } =
+        await import('../../src/knowledge/search/sqlite/sqlite-chunk-store.js');
+      const store = new SqliteChunkStore(old.native);
+      expect(store.keywordSearch('训练数据', {}, 10).map((c) => c.chunkId)).toEqual(['c0']);
+      expect(store.keywordSearch('สวยงาม', {}, 10).map((c) => c.chunkId)).toEqual(['c2']);
+      expect(store.keywordSearch('说明', {}, 10)).toHaveLength(3);
     } finally {
       await old.db.destroy();
     }

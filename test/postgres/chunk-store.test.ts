@@ -579,6 +579,12 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         name: 'corner-cases.md',
         markdown: `# Corner cases\n\n## Addresses\n\nWrite to ops@example.com or read /usr/share/doc/README; state-of-the-art café naïve Straße x² 3.14 v2 OS is as us.\n\n## Repeats\n\n${'echo '.repeat(300)}\n`,
       });
+      // Scripts without spaces, cut into words by both engines (segment.ts).
+      docs.push({
+        name: '训练数据.md',
+        markdown: `# 机器学习\n\n## 数据\n\n我们的训练数据集很大，模型在训练数据上学习。数据清洗是关键步骤。\n\n## 日本語\n\n東京都に住んでいる学生です。機械学習のデータを集めています。\n\n## ภาษาไทย\n\nภาษาไทยเป็นภาษาที่สวยงาม ระบบค้นหาข้อมูลทำงานได้ดี\n`,
+      });
+      docs.push({ name: 'data.md', markdown: '# 说明\n\n数据很重要。GPT模型的数据。\n' });
       const random = seededRandom(3);
       for (const [i, doc] of docs.entries()) {
         const chunks = chunkMarkdown(doc.markdown, { maxChars: 600, overlapChars: 60 }).map((c) =>
@@ -610,6 +616,15 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         'os',
         'echo',
         'the of and',
+        '训练数据',
+        '数据',
+        '数据集 模型',
+        '训练模型',
+        '数据数据 gpt',
+        '東京 データ',
+        '機械学習のデータ',
+        'ภาษาไทย',
+        'สวยงาม ที่',
       );
     }, 120_000);
     afterAll(async () => {
@@ -649,7 +664,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         }
       }
       expect(compared).toBeGreaterThan(1000);
-    });
+    }, 90_000); // ~700 searches on three stores: ~20 s on a busy machine
   });
 
   describe('vector recall under filters', () => {

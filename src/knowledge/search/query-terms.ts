@@ -2,6 +2,7 @@
  * The words of a query that keyword search looks for, chosen the same way by both engines.
  * User text never reaches either engine as syntax: each engine quotes the chosen words itself.
  */
+import { segmentWords } from './segment.js';
 
 /** Common English function words: they match nearly every passage and only add noise to BM25. */
 export const STOP_WORDS = new Set(
@@ -27,4 +28,26 @@ export function chooseQueryTerms(text: string, maxTerms = 64): string[] {
   const terms = [...new Set(queryTerms(text))];
   const content = terms.filter((t) => !STOP_WORDS.has(t));
   return (content.length > 0 ? content : terms).slice(0, maxTerms);
+}
+
+/** A query word as typed: letters and digits with the marks that follow them. */
+const QUERY_WORD = /[\p{L}\p{N}\p{Co}][\p{L}\p{N}\p{Co}\p{M}]*/gu;
+/** The tokens of a word, as unicode61 cuts it (a combining mark separates). */
+const TOKEN = /[\p{L}\p{N}\p{Co}]+/gu;
+
+/**
+ * The query as both engines search it: the chosen query words (distinct, stop words dropped
+ * unless every word is one, at most `maxTerms`), each as the tokens the keyword indexes hold for
+ * it. A word in a script without spaces ("训练数据") is cut into its segmenter words
+ * (segment.ts), and so is a word a combining mark splits (Thai, Devanagari): such a group
+ * matches a chunk only if all of its tokens occur there (all-of); the groups are OR-ed, as
+ * words are.
+ */
+export function queryWordGroups(text: string, maxTerms = 64): string[][] {
+  const words = [...new Set(text.toLowerCase().match(QUERY_WORD) ?? [])];
+  const content = words.filter((w) => !STOP_WORDS.has(w));
+  return (content.length > 0 ? content : words)
+    .map((w) => segmentWords(w).match(TOKEN) ?? [])
+    .filter((group) => group.length > 0)
+    .slice(0, maxTerms);
 }

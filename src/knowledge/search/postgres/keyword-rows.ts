@@ -58,7 +58,7 @@ export async function keywordRows(
   client: PoolClient,
   stemmer: Stemmer,
   name: string,
-  chunks: readonly NewChunk[],
+  chunks: readonly Pick<NewChunk, 'sectionPath' | 'content'>[],
 ): Promise<KeywordRows> {
   const nameWords = indexWords(name);
   const rows: KeywordRows = { terms: [], tokenCounts: [] };

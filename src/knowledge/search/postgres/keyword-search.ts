@@ -11,12 +11,23 @@ import { stemSql } from './words.js';
 /** A MaxScore round takes words while they match at most this many chunks together. */
 const ROUND_POSTINGS = 5000;
 
-/** A query lexeme for BM25: `weight` = its idf times the number of query words it stems from. */
-interface Bm25Term {
+/** A lexeme of a query group: `weight` = its idf times the number of identical groups. */
+interface Bm25Part {
   lexeme: string;
   df: number;
-  idf: number;
   weight: number;
+}
+
+/**
+ * A query group for BM25: one lexeme (a word), or several that must all occur (a segmented CJK
+ * or Thai word; FTS5's `("a" AND "b")`).
+ */
+interface Bm25Term {
+  parts: Bm25Part[];
+  /** The group's weight: the sum of its parts'. */
+  weight: number;
+  /** Chunks that can match it at most: its rarest part's. */
+  df: number;
 }
 
 interface ScoredChunk {
@@ -25,10 +36,17 @@ interface ScoredChunk {
   score: number;
 }
 
-/** A tsquery matching any of the lexemes (quoted: no lexeme is read as tsquery syntax). */
+/** A lexeme quoted for a tsquery (never read as tsquery syntax). */
+const quoted = (lexeme: string) => `'${lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+
+/** A tsquery matching any of the groups (a group: all of its lexemes). */
 function tsqueryOr(terms: readonly Bm25Term[]): string {
   return terms
-    .map((t) => `'${t.lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`)
+    .map((t) =>
+      t.parts.length === 1
+        ? quoted(t.parts[0]?.lexeme ?? '')
+        : `(${t.parts.map((p) => quoted(p.lexeme)).join(' & ')})`,
+    )
     .join(' | ');
 }
 
@@ -40,7 +58,7 @@ export class KeywordSearch {
   constructor(private readonly roundPostings = ROUND_POSTINGS) {}
 
   /**
-   * Keyword candidates of the query words (keywordQueryWords) ranked by BM25, with N, n and the
+   * Keyword candidates of the query word groups (keywordQueryWords) ranked by BM25, with N, n and the
    * average length over every chunk in the index (the statistics tables).
    *
    * Every chunk matching a word must be scored, but not those that cannot reach the top (MaxScore):
@@ -49,12 +67,13 @@ export class KeywordSearch {
    */
   async search(
     client: PoolClient,
-    words: string[],
+    groups: string[][],
     filter: SearchFilter,
     limit: number,
   ): Promise<Candidate[]> {
     // As on SQLite, where the project filter compares the documents' project_id.
     if (filter.projectId === '') return [];
+    const words = groups.flat();
     const { rows } = await client.query<{ lexeme: string; df: number; n: number; tokens: number }>(
       `select l.lexeme, coalesce(t.chunks, 0)::float8 as df, s.chunks::float8 as n,
          s.tokens::float8 as tokens
@@ -67,19 +86,36 @@ export class KeywordSearch {
     );
     const stats = rows[0];
     if (stats === undefined || stats.n === 0) return [];
-    // One term per lexeme; a lexeme of several words counts once per word, as FTS5 phrases do.
-    const byLexeme = new Map<string, Bm25Term>();
-    for (const r of rows) {
-      if (r.df === 0) continue; // in no chunk: it matches and scores nothing
-      const term = byLexeme.get(r.lexeme);
+    // One term per distinct group; a group of several words counts once per word, as FTS5
+    // phrases do (`run running` counts the lexeme `run` twice).
+    const byKey = new Map<string, Bm25Term>();
+    let at = 0;
+    for (const group of groups) {
+      const lexemes = group.map(() => rows[at++] ?? { lexeme: '', df: 0 });
+      // A lexeme in no chunk: the group matches and scores nothing.
+      if (lexemes.some((r) => r.df === 0)) continue;
+      const single = lexemes.length === 1;
+      const key = single
+        ? (lexemes[0]?.lexeme ?? '')
+        : JSON.stringify(lexemes.map((r) => r.lexeme));
+      const term = byKey.get(key);
       if (term !== undefined) {
-        term.weight += term.idf;
+        for (const p of term.parts) p.weight += idf(stats.n, p.df);
+        term.weight = term.parts.reduce((sum, p) => sum + p.weight, 0);
         continue;
       }
-      const weight = idf(stats.n, r.df);
-      byLexeme.set(r.lexeme, { lexeme: r.lexeme, df: r.df, idf: weight, weight });
+      const parts = lexemes.map((r) => ({
+        lexeme: r.lexeme,
+        df: r.df,
+        weight: idf(stats.n, r.df),
+      }));
+      byKey.set(key, {
+        parts,
+        weight: parts.reduce((sum, p) => sum + p.weight, 0),
+        df: Math.min(...parts.map((p) => p.df)),
+      });
     }
-    const terms = [...byLexeme.values()];
+    const terms = [...byKey.values()];
     if (terms.length === 0) return [];
     const avgdl = stats.tokens / stats.n;
     const fast = await this.bm25TopK(client, terms, avgdl, filter, limit + 32, false);
@@ -163,8 +199,8 @@ export class KeywordSearch {
     };
     // Weighted occurrences of a lexeme: ts_rank_cd of a one-lexeme query sums the weights of its
     // positions (RANK_WEIGHTS).
-    const frequency = (t: Bm25Term) =>
-      `${RANK_SCALE} * ts_rank_cd('${RANK_WEIGHTS}', f.terms, ${param(tsqueryOr([t]))}::tsquery)::float8`;
+    const frequency = (p: Bm25Part) =>
+      `${RANK_SCALE} * ts_rank_cd('${RANK_WEIGHTS}', f.terms, ${param(quoted(p.lexeme))}::tsquery)::float8`;
     const k = `${K1}::float8 * (${1 - B}::float8 + ${B}::float8 * f.token_count / $1::float8)`;
     let where = 'f.terms @@ $3::tsquery';
     if (round.before.length > 0) {
@@ -179,23 +215,37 @@ export class KeywordSearch {
     }
     if (round.prune !== null) {
       // w·f·(k1+1)/(f+K) written as w·(k1+1)·(1 − K/(f+K)): f computed once. A bound only (the
-      // score below is FTS5's formula), hence the margin.
+      // score below is FTS5's formula; a group's parts counted even where it does not match),
+      // hence the margin.
       const partial = round.round
+        .flatMap((t) => t.parts)
         .map(
-          (t) => `${param(t.weight * (K1 + 1))}::float8 * (1 - (${k}) / (${frequency(t)} + ${k}))`,
+          (p) => `${param(p.weight * (K1 + 1))}::float8 * (1 - (${k}) / (${frequency(p)} + ${k}))`,
         )
         .join(' + ');
       where += ` and ${partial} >= ${param(round.prune.threshold - round.prune.rest - 1e-9)}::float8`;
     }
-    // The chunks hold none of the earlier words: those score 0 and are left out of the sum.
-    const scored = terms.map((t, i) => ({ t, i })).filter(({ t }) => !round.before.includes(t));
-    const frequencies = scored.map(({ t, i }) => `${frequency(t)} as f${i}`).join(', ');
+    // The chunks hold none of the earlier groups: those score 0 and are left out of the sum.
+    const scored = terms.filter((t) => !round.before.includes(t));
+    const columns: string[] = [];
     const score = scored
-      .map(
-        ({ t, i }) =>
-          `${param(t.weight)}::float8 * (x.f${i} * ${K1 + 1}::float8) / (x.f${i} + x.k)`,
-      )
+      .map((t) => {
+        const parts = t.parts.map((p) => {
+          const f = `x.f${columns.length}`;
+          columns.push(`${frequency(p)} as f${columns.length}`);
+          return {
+            f,
+            sum: `${param(p.weight)}::float8 * (${f} * ${K1 + 1}::float8) / (${f} + x.k)`,
+          };
+        });
+        const sum = parts.map((p) => p.sum).join(' + ');
+        // A group scores only where all its lexemes occur, as FTS5's AND.
+        return parts.length === 1
+          ? sum
+          : `(case when ${parts.map((p) => `${p.f} > 0`).join(' and ')} then ${sum} else 0 end)`;
+      })
       .join(' + ');
+    const frequencies = columns.join(', ');
     const { rows } = await client.query<ScoredChunk>(
       `select f.chunk_id as "chunkId", f.seq::float8 as seq, ${score} as score
        from knowledge_chunks_fts f

@@ -4,7 +4,8 @@
  * give the same BM25 scores. Words are split here, in JavaScript; stems come from the database.
  */
 import type { PoolClient } from 'pg';
-import { chooseQueryTerms } from '../query-terms.js';
+import { queryWordGroups } from '../query-terms.js';
+import { segmentWords } from '../segment.js';
 
 /**
  * The stemmer (a dictionary of the migration): Snowball's Porter stemmer, the algorithm of FTS5's
@@ -43,18 +44,25 @@ const LATIN_MARKS = /(\p{Script=Latin})\p{Mn}+/gu;
  * punctuation (it would keep `foo@bar.com` or `/usr/bin` as one token where FTS5 splits them).
  */
 export function indexWords(text: string): string[] {
-  const folded = text.toLowerCase().normalize('NFD').replace(LATIN_MARKS, '$1').normalize('NFC');
+  // Runs of CJK and Thai cut into words first, as on SQLite (segment.ts).
+  const folded = segmentWords(text)
+    .toLowerCase()
+    .normalize('NFD')
+    .replace(LATIN_MARKS, '$1')
+    .normalize('NFC');
   return folded.match(WORD) ?? [];
 }
 
 /**
- * The query words, chosen as SQLite's buildFtsQuery chooses them: distinct, stop words dropped
- * unless every word is one, at most 64; then normalised like the indexed text.
+ * The query word groups, chosen as SQLite's keyword search chooses them (queryWordGroups):
+ * distinct, stop words dropped unless every word is one, at most 64; each group's words
+ * normalised like the indexed text. A group with a word too long for a tsvector is dropped: that
+ * word is in no chunk's lexemes, so the group matches nothing.
  */
-export function keywordQueryWords(text: string, maxTerms = 64): string[] {
-  const chosen = chooseQueryTerms(text, maxTerms);
-  // A word too long for a tsvector is in no chunk's lexemes either.
-  return chosen.flatMap((t) => indexWords(t)).filter(fitsTsvector);
+export function keywordQueryWords(text: string, maxTerms = 64): string[][] {
+  return queryWordGroups(text, maxTerms)
+    .map((group) => group.flatMap((w) => indexWords(w)))
+    .filter((group) => group.length > 0 && group.every(fitsTsvector));
 }
 
 /** Word → lexeme, remembered: stemming is deterministic, and a commit's words are mostly known. */

@@ -31,6 +31,13 @@ export interface KeywordRow {
   columns: readonly [Int32Array, Int32Array, Int32Array];
 }
 
+/** The scope of one search: project number (-2: any), allowed documents by number (null: any). */
+interface Scope {
+  project: number;
+  allowed: Uint8Array | null;
+  avgdl: number;
+}
+
 interface KeywordHit extends DocumentCandidate {
   rowid: number;
   /** BM25, higher is better: minus FTS5's bm25(). */
@@ -56,6 +63,9 @@ export class KeywordIndex {
   private alive = new Uint8Array(0);
   /** Score accumulator of a search, all zero between searches. */
   private scratch = new Float64Array(0);
+  /** A group's scores and lexeme counts per row while it is scored, all zero otherwise. */
+  private groupScores = new Float64Array(0);
+  private groupSeen = new Int32Array(0);
   private capacity = 0;
   private count = 0;
   private dead = 0;
@@ -90,6 +100,8 @@ export class KeywordIndex {
     this.lengths = grow(this.lengths, new Int32Array(capacity));
     this.alive = grow(this.alive, new Uint8Array(capacity));
     this.scratch = new Float64Array(capacity);
+    this.groupScores = new Float64Array(capacity);
+    this.groupSeen = new Int32Array(capacity);
     this.capacity = capacity;
   }
 
@@ -258,11 +270,16 @@ export class KeywordIndex {
   }
 
   /**
-   * The `limit` best rows for the query phrases (one lexeme id each, -1 for a lexeme no text
-   * had, in query order, repeats counted as FTS5 counts them) within the scope filter, best
-   * first, ties by rowid.
+   * The `limit` best rows for the query groups (the lexeme ids of each query word, -1 for a
+   * lexeme no text had, in query order, repeats counted as FTS5 counts them) within the scope
+   * filter, best first, ties by rowid. A group of several lexemes (a segmented CJK word) scores
+   * only in the rows holding all of them, as FTS5 scores `("a" AND "b") OR "c"`.
    */
-  search(phrases: readonly number[], filter: IndexScope, limit: number): KeywordHit[] {
+  search(
+    groups: readonly (readonly number[])[],
+    filter: IndexScope,
+    limit: number,
+  ): KeywordHit[] {
     const n = this.size;
     if (n === 0 || limit <= 0) return [];
     let project = -2;
@@ -283,32 +300,13 @@ export class KeywordIndex {
       }
       if (!any) return [];
     }
-    const avgdl = this.tokens / n;
-    const scores = this.scratch;
-    const alive = this.alive;
-    const lengths = this.lengths;
+    const scope: Scope = { project, allowed, avgdl: this.tokens / n };
     const touched: number[] = [];
-    for (const id of phrases) {
-      if (id < 0 || id >= this.postingRows.length) continue;
-      const rows = this.postingRows[id] as Int32Array;
-      const counts = this.postingCounts[id] as Uint16Array;
-      const length = this.postingLengths[id] as number;
-      let hits = 0;
-      for (let i = 0; i < length; i++) hits += alive[rows[i] as number] as number;
-      if (hits === 0) continue;
-      const idf = idfOf(n, hits);
-      for (let i = 0; i < length; i++) {
-        const r = rows[i] as number;
-        if (alive[r] !== 1) continue;
-        if (project !== -2 && this.projectOf[r] !== project) continue;
-        if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
-        const f = (counts[i] as number) / 2;
-        const d = lengths[r] as number;
-        const s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
-        if (scores[r] === 0) touched.push(r);
-        scores[r] = (scores[r] as number) + s;
-      }
+    for (const group of groups) {
+      if (group.length === 1) this.scoreLexeme(group[0] ?? -1, scope, this.scratch, touched);
+      else this.scoreGroup(group, scope, touched);
     }
+    const scores = this.scratch;
     const top = new TopK(Math.min(limit, touched.length));
     for (const r of touched) {
       top.push(scores[r] as number, r);
@@ -320,5 +318,68 @@ export class KeywordIndex {
       documentId: this.documentIds[this.documentOf[row] ?? 0] ?? '',
       score,
     }));
+  }
+
+  /**
+   * Adds lexeme `id`'s BM25 term to `scores` of the rows in scope holding it (rows first scored
+   * are pushed to `touched`, and `seen` counts each row); false when no live row holds it.
+   */
+  private scoreLexeme(
+    id: number,
+    scope: Scope,
+    scores: Float64Array,
+    touched: number[],
+    seen?: Int32Array,
+  ): boolean {
+    if (id < 0 || id >= this.postingRows.length) return false;
+    const rows = this.postingRows[id] as Int32Array;
+    const counts = this.postingCounts[id] as Uint16Array;
+    const length = this.postingLengths[id] as number;
+    const alive = this.alive;
+    const lengths = this.lengths;
+    let hits = 0;
+    for (let i = 0; i < length; i++) hits += alive[rows[i] as number] as number;
+    if (hits === 0) return false;
+    const idf = idfOf(this.size, hits);
+    const { project, allowed, avgdl } = scope;
+    for (let i = 0; i < length; i++) {
+      const r = rows[i] as number;
+      if (alive[r] !== 1) continue;
+      if (project !== -2 && this.projectOf[r] !== project) continue;
+      if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
+      const f = (counts[i] as number) / 2;
+      const d = lengths[r] as number;
+      const s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
+      if (scores[r] === 0) touched.push(r);
+      scores[r] = (scores[r] as number) + s;
+      if (seen !== undefined) seen[r] = (seen[r] as number) + 1;
+    }
+    return true;
+  }
+
+  /** Scores an all-of group: its lexemes' terms count only in the rows holding every one. */
+  private scoreGroup(
+    group: readonly number[],
+    scope: Scope,
+    touched: number[],
+  ): void {
+    const partial = this.groupScores;
+    const seen = this.groupSeen;
+    const rows: number[] = [];
+    let complete = true;
+    for (const id of group) {
+      complete = this.scoreLexeme(id, scope, partial, rows, seen);
+      if (!complete) break;
+    }
+    const scores = this.scratch;
+    for (const r of rows) {
+      // A row holding every lexeme of the group counted group.length of them (repeats too).
+      if (complete && seen[r] === group.length) {
+        if (scores[r] === 0) touched.push(r);
+        scores[r] = (scores[r] as number) + (partial[r] as number);
+      }
+      partial[r] = 0;
+      seen[r] = 0;
+    }
   }
 }

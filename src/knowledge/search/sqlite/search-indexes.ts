@@ -10,6 +10,7 @@
  * next search first reloads just the documents changed since the copy's generation.
  */
 import type { NewChunk } from '../chunk-store.js';
+import { segmentWords } from '../segment.js';
 import { sharedLexer } from './fts5-lexer.js';
 import { KeywordIndex, type KeywordRow } from './keyword-index.js';
 import type { Statements } from './statements.js';
@@ -52,7 +53,10 @@ const NONE = new Int32Array(0);
 
 /** The section path and content lexemes of each chunk, in one lexer batch. */
 export function tokenizeChunksNow(chunks: readonly NewChunk[]): ChunkLexemes[] {
-  const ids = sharedLexer().tokenize(chunks.flatMap((c) => [c.sectionPath, c.content]));
+  // The text FTS5 holds: segmented (segment.ts), as the commit wrote it.
+  const ids = sharedLexer().tokenize(
+    chunks.flatMap((c) => [segmentWords(c.sectionPath), segmentWords(c.content)]),
+  );
   return chunks.map((_, i) => [ids[2 * i] ?? NONE, ids[2 * i + 1] ?? NONE]);
 }
 

@@ -20,7 +20,7 @@ import {
   type SearchRequest,
 } from '../chunk-store.js';
 import { registerSqliteFilter, sqliteFilterSql, toSqlite } from '../../filter/sql.js';
-import { chooseQueryTerms } from '../query-terms.js';
+import { queryWordGroups } from '../query-terms.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
 import { sharedLexer } from './fts5-lexer.js';
 import { buildFtsQuery, FTS5_BM25 } from './fts-query.js';
@@ -157,13 +157,14 @@ export class SqliteChunkStore implements ChunkStore {
 
   /** Keyword candidates by BM25, within the scope (public for the tests that compare with FTS5). */
   keywordSearch(query: string, filter: IndexScope, limit: number): Candidate[] {
-    const terms = chooseQueryTerms(query);
-    if (terms.length === 0) return [];
-    const phrases = sharedLexer().tokenize(terms);
-    // A query word FTS5 splits in several tokens (or none) is a phrase query: FTS5 answers it.
-    if (phrases.every((p) => p.length === 1)) {
+    const groups = queryWordGroups(query);
+    if (groups.length === 0) return [];
+    const words = sharedLexer().tokenize(groups.flat());
+    // A word FTS5 cuts in several tokens (or none) is a phrase query: FTS5 answers it.
+    if (words.every((w) => w.length === 1)) {
+      let at = 0;
       return this.keywordInProcess(
-        phrases.map((p) => p[0] ?? -1),
+        groups.map((g) => g.map(() => words[at++]?.[0] ?? -1)),
         filter,
         limit,
       );
@@ -186,10 +187,10 @@ export class SqliteChunkStore implements ChunkStore {
    * documents (a failed re-index keeps its rows in the statistics, as FTS5 does); fetches deeper
    * while that left fewer than `limit`.
    */
-  private keywordInProcess(phrases: number[], filter: IndexScope, limit: number): Candidate[] {
+  private keywordInProcess(groups: number[][], filter: IndexScope, limit: number): Candidate[] {
     const index = this.indexes.keywordIndex();
     for (let fetch = limit + 32; ; fetch *= 4) {
-      const ranked = index.search(phrases, filter, fetch);
+      const ranked = index.search(groups, filter, fetch);
       const kept = this.searchable(ranked);
       if (kept.length >= limit || ranked.length < fetch) {
         return kept.slice(0, limit).map((k) => ({ chunkId: k.chunkId, score: k.score }));

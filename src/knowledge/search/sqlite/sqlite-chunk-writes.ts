@@ -19,6 +19,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { sliceTurn } from '../../../turns.js';
 import type { IndexCommit, NewChunk } from '../chunk-store.js';
 import { markIndexedSql } from '../chunk-store.js';
+import { segmentWords } from '../segment.js';
 import { sharedLexer } from './fts5-lexer.js';
 import { tokenizeChunksNow, type AddedRows, type SearchIndexes } from './search-indexes.js';
 import type { Statements } from './statements.js';
@@ -197,7 +198,7 @@ export class SqliteChunkWrites {
         vector: c.vector,
       })),
       keyword: () => {
-        const name = sharedLexer().tokenize([doc.name])[0] ?? new Int32Array(0);
+        const name = sharedLexer().tokenize([segmentWords(doc.name)])[0] ?? new Int32Array(0);
         const texts = tokenizeChunksNow(chunks);
         return chunks.map((c, i) => ({
           rowid: rowids[i] ?? 0,
@@ -226,10 +227,19 @@ export class SqliteChunkWrites {
       `insert into ${table} (chunk_id, embedding, document_id, project_key) values (?, ?, ?, ?)`,
     );
     const rowids: number[] = [];
+    // The keyword columns hold the text with word boundaries in CJK and Thai runs (segment.ts);
+    // the chunk row keeps the text as it is.
+    const ftsName = segmentWords(doc.name);
     for (const c of chunks) {
       // The keyword row first: the chunk records its rowid (the FTS table's columns are not indexed).
       const ftsRowid = Number(
-        insertFts.run(c.id, commit.documentId, doc.name, c.sectionPath, c.content).lastInsertRowid,
+        insertFts.run(
+          c.id,
+          commit.documentId,
+          ftsName,
+          segmentWords(c.sectionPath),
+          segmentWords(c.content),
+        ).lastInsertRowid,
       );
       insertChunk.run(
         c.id,
