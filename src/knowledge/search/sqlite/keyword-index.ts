@@ -275,11 +275,7 @@ export class KeywordIndex {
    * filter, best first, ties by rowid. A group of several lexemes (a segmented CJK word) scores
    * only in the rows holding all of them, as FTS5 scores `("a" AND "b") OR "c"`.
    */
-  search(
-    groups: readonly (readonly number[])[],
-    filter: IndexScope,
-    limit: number,
-  ): KeywordHit[] {
+  search(groups: readonly (readonly number[])[], filter: IndexScope, limit: number): KeywordHit[] {
     const n = this.size;
     if (n === 0 || limit <= 0) return [];
     let project = -2;
@@ -358,11 +354,7 @@ export class KeywordIndex {
   }
 
   /** Scores an all-of group: its lexemes' terms count only in the rows holding every one. */
-  private scoreGroup(
-    group: readonly number[],
-    scope: Scope,
-    touched: number[],
-  ): void {
+  private scoreGroup(group: readonly number[], scope: Scope, touched: number[]): void {
     const partial = this.groupScores;
     const seen = this.groupSeen;
     const rows: number[] = [];
