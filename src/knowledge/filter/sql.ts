@@ -67,6 +67,25 @@ function treeOf(json: string): FilterNode {
   return node;
 }
 
+/**
+ * Parsed metadata by its JSON text: a filter evaluates every document's metadata, and parsing is
+ * most of that cost (the texts repeat query after query). Emptied when full.
+ */
+const metadataCache = new Map<string, Record<string, unknown>>();
+const METADATA_CACHE_MAX = 50_000;
+
+function metadataOf(text: string): Record<string, unknown> {
+  let metadata = metadataCache.get(text);
+  if (metadata === undefined) {
+    const value: unknown = JSON.parse(text);
+    metadata =
+      typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+    if (metadataCache.size >= METADATA_CACHE_MAX) metadataCache.clear();
+    metadataCache.set(text, metadata);
+  }
+  return metadata;
+}
+
 /** Registers `aps_filter(tree, metadata, name, file_type, source, created_at)` on a connection. */
 export function registerSqliteFilter(native: BetterSqlite3.Database): void {
   native.function(
@@ -80,14 +99,12 @@ export function registerSqliteFilter(native: BetterSqlite3.Database): void {
       source: unknown,
       createdAt: unknown,
     ) => {
-      const meta: unknown = JSON.parse(String(metadata));
       const target = {
         name: String(name),
         fileType: String(fileType),
         source: String(source),
         createdAt: String(createdAt),
-        metadata:
-          typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>) : {},
+        metadata: metadataOf(String(metadata)),
       };
       return matchesFilter(treeOf(String(tree)), target) ? 1 : 0;
     },

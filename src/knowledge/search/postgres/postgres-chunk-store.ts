@@ -312,8 +312,14 @@ export class PostgresChunkStore implements ChunkStore {
   private async scope(client: PoolClient, filter: SearchFilter): Promise<SearchFilter> {
     if (filter.where === undefined) return filter;
     const params: unknown[] = [];
-    let sql = `select d.id from knowledge_documents d
-      where ${SEARCHABLE} and ${toPg(postgresFilterSql(filter.where, 'd.'), params)}`;
+    // The metadata parsed once per document (`offset 0` keeps the planner from inlining the
+    // cast into every condition that reads it: half the time of a filter with several keys).
+    let sql = `select d.id from (
+        select d.id, d.project_id, d.name, d.file_type, d.source, d.created_at,
+          d.metadata::jsonb as metadata
+        from knowledge_documents d where ${SEARCHABLE} offset 0
+      ) d
+      where ${toPg(postgresFilterSql(filter.where, 'd.'), params)}`;
     if (filter.projectId !== undefined) {
       params.push(filter.projectId);
       sql += ` and d.project_id = $${params.length}`;
