@@ -21,7 +21,7 @@
 // - sectionPath: the heading titles with markdown escapes removed (`XML_ParserCreate`, not
 //   `XML\_ParserCreate`); content keeps the markdown as it is.
 // - kind 'toc': a chunk whose lines are mostly table-of-contents or index entries (dot leaders
-//   with a page number, or list items that are only an in-page link); see TOC_ENTRY.
+//   with a page number, or lines of nothing but in-page links); see TOC_ENTRY.
 // - Overlap (in body positions): for consecutive chunks A, B of one section, B starts at the
 //   first word start (a non-whitespace char preceded by whitespace) at or after
 //   max(A.end - overlapChars, A.start + 1, shift), or at the first non-whitespace char after A.end
