@@ -91,6 +91,8 @@ export interface KnowledgeChunksTable {
   chunk_index: number;
   section_path: string;
   page: number | null;
+  /** Last page of the chunk's text (null: unpaged); migration 0012. */
+  page_end: number | null;
   content: string;
   token_estimate: number;
   /** JSON text. */

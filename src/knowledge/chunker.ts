@@ -12,8 +12,16 @@
 //   between the two halves of a surrogate pair.
 // - Coverage: every non-whitespace body character lies in at least one chunk.
 // - Sections: a chunk never crosses an ATX heading line, so chunks of different sections never
-//   overlap; a section's first chunk starts at its heading line. A heading is a chunk on its own
-//   only if its section is just the heading, or the block after it fits maxChars but not with it.
+//   overlap; a section's first chunk starts at its heading line. Except: a section that is only
+//   its heading (nothing but whitespace and page markers before the next heading) is joined to
+//   the next section when that one is deeper (`# 2. Usage` right above `## 2.1 Name`); the chunk
+//   then takes the deeper section's path and level. A chunk that is still only headings (a last
+//   section, a sibling follows, or the block after it fits maxChars but not with it) is marked
+//   `metadata.kind: 'heading'`.
+// - sectionPath: the heading titles with markdown escapes removed (`XML_ParserCreate`, not
+//   `XML\_ParserCreate`); content keeps the markdown as it is.
+// - kind 'toc': a chunk whose lines are mostly table-of-contents or index entries (dot leaders
+//   with a page number, or lines of nothing but in-page links); see TOC_ENTRY.
 // - Overlap (in body positions): for consecutive chunks A, B of one section, B starts at the
 //   first word start (a non-whitespace char preceded by whitespace) at or after
 //   max(A.end - overlapChars, A.start + 1, shift), or at the first non-whitespace char after A.end
@@ -24,12 +32,14 @@
 // - Never splits: a word, a table row (a line starting with `|`) or a fenced code block that fits
 //   in maxChars; a larger code block only at line ends unless one of its lines is too long.
 // - page: page in force at the chunk's first char (pageEnd: at its last char); text before the
-//   first marker is page 1; null when the document has no markers. A chunk never spans a page
-//   start (page === pageEnd): pages are hard boundaries, like headings.
+//   first marker is page 1; null when the document has no markers. A chunk spans a page start
+//   (page < pageEnd) only where a heading alone at the end of a page is joined to the text after
+//   it: otherwise pages are hard boundaries, like headings.
 // - tokenEstimate = max(ceil(length / 4), ceil(words * 4 / 3)): ~4 chars per token for prose and
 //   ~0.75 words per token, taking the larger so code/URLs and short-word text are not under-counted.
 
 import { PAGE_MARKER_PATTERN } from '../converter/contract.js';
+import { unescapeInline } from './markdown-text.js';
 
 export interface ChunkOptions {
   maxChars: number;
@@ -47,6 +57,8 @@ export interface Chunk {
     endOffset: number;
     pageEnd?: number | null;
     headingLevel?: number;
+    /** 'toc': table-of-contents or index entries; 'heading': nothing but heading lines. */
+    kind?: 'toc' | 'heading';
   };
 }
 
@@ -131,16 +143,19 @@ interface Section {
   end: number;
   path: string;
   level: number; // 0 before the first heading
+  heading: boolean; // starts at its heading line (false: the part after a page start)
 }
 
 const HEADING = /^(#{1,6})(?=[ \t\r]|$)(.*)$/s; // `s`: the line may end with \r
+const HEADING_LINE = /^ {0,3}#{1,6}(?:[ \t\r]|$)/;
 const ZONE_ATOMIC = 1; // strictly inside a table row / code block that fits: no chunk may end here
 const ZONE_BIG_CODE = 2; // strictly inside a code block too big for one chunk: prefer line ends
+const ZONE_HEADINGS = 3; // inside headings joined to the section after them: no chunk may end here
 
 /** One pass over the body lines: sections by ATX headings (outside fences) and split zones. */
 function parse(text: string, maxChars: number): { sections: Section[]; zones: Uint8Array } {
   const zones = new Uint8Array(text.length + 1);
-  const sections: Section[] = [{ start: 0, end: text.length, path: '', level: 0 }];
+  const sections: Section[] = [{ start: 0, end: text.length, path: '', level: 0, heading: false }];
   const trail: { level: number; text: string }[] = [];
   const lastNonWs = (from: number, to: number): number => {
     while (to > from && isWs(text.charCodeAt(to - 1))) to--;
@@ -171,7 +186,9 @@ function parse(text: string, maxChars: number): { sections: Section[]; zones: Ui
       const m = HEADING.exec(text.slice(i, end));
       if (m) {
         const level = (m[1] ?? '').length;
-        const title = (' ' + (m[2] ?? '')).replace(/[ \t\r]+#+[ \t\r]*$/, '').trim();
+        const title = unescapeInline(
+          (' ' + (m[2] ?? '')).replace(/[ \t\r]+#+[ \t\r]*$/, '').trim(),
+        );
         while ((trail[trail.length - 1]?.level ?? 0) >= level) trail.pop();
         trail.push({ level, text: title });
         const prev = sections[sections.length - 1];
@@ -180,7 +197,7 @@ function parse(text: string, maxChars: number): { sections: Section[]; zones: Ui
           .map((t) => t.text)
           .filter((t) => t !== '')
           .join(' > ');
-        sections.push({ start: line, end: text.length, path, level });
+        sections.push({ start: line, end: text.length, path, level, heading: true });
       }
     } else if (c === 124) {
       const b = lastNonWs(i, end);
@@ -213,7 +230,7 @@ function splitSection(
     if (e >= end) return 15; // the section's end is always the best break
     const p = text.charCodeAt(e - 1);
     const c = text.charCodeAt(e);
-    if (isWs(p) || zones[e] === ZONE_ATOMIC) return 0;
+    if (isWs(p) || zones[e] === ZONE_ATOMIC || zones[e] === ZONE_HEADINGS) return 0;
     if (!isWs(c)) return isHigh(p) && isLow(c) ? 0 : 1;
     let newlines = 0;
     for (let k = e; k < end && newlines < 2 && ws(k); k++)
@@ -325,19 +342,101 @@ function splitAtPages(
   if (pageAt.length === 0) return sections;
   const out: Section[] = [];
   for (const sec of sections) {
-    let start = sec.start;
-    for (let i = Math.max(0, lastLe(pageAt, start)); i < pageAt.length; i++) {
+    let part = sec;
+    for (let i = Math.max(0, lastLe(pageAt, sec.start)); i < pageAt.length; i++) {
       const p = pageAt[i] ?? 0;
       if (p >= sec.end) break;
       // A marker inside a table row or a code block that fits does not cut that unit.
-      if (p > start && zones[p] !== ZONE_ATOMIC) {
-        out.push({ ...sec, start, end: p });
-        start = p;
+      if (p > part.start && zones[p] !== ZONE_ATOMIC) {
+        out.push({ ...part, end: p });
+        part = { ...sec, start: p, heading: false };
       }
     }
-    out.push({ ...sec, start });
+    out.push(part);
   }
   return out;
+}
+
+/**
+ * Whether every non-blank line that [start, end) touches is an ATX heading line (outside code:
+ * a line in a fence has a code zone at its start), from the start of the line holding `start`.
+ */
+function onlyHeadings(text: string, zones: Uint8Array, start: number, end: number): boolean {
+  let any = false;
+  for (let line = text.lastIndexOf('\n', start - 1) + 1; line < end;) {
+    const nl = text.indexOf('\n', line);
+    const next = nl === -1 ? text.length : nl + 1;
+    const content = text.slice(line, Math.min(next, end));
+    if (content.trim() !== '') {
+      const code = zones[line] === ZONE_ATOMIC || zones[line] === ZONE_BIG_CODE;
+      if (code || !HEADING_LINE.test(text.slice(line, next))) return false;
+      any = true;
+    }
+    line = next;
+  }
+  return any;
+}
+
+/**
+ * A section that is only its heading goes with the section after it, when that one is deeper or
+ * is the same section going on after a page start: a heading is never left alone above its
+ * subsections or at the foot of a page. Blank parts (no chunks) are dropped.
+ */
+function joinHeadingOnly(
+  text: string,
+  zones: Uint8Array,
+  sections: readonly Section[],
+  maxChars: number,
+): Section[] {
+  const out: Section[] = [];
+  const blank = (s: Section) => text.slice(s.start, s.end).trim() === '';
+  for (const sec of sections) {
+    if (blank(sec)) continue;
+    const prev = out[out.length - 1];
+    // The joined headings stay in one chunk (an atomic zone), so they must fit one.
+    let runEnd = sec.start;
+    if (sec.heading) {
+      const nl = text.indexOf('\n', sec.start);
+      runEnd = nl === -1 ? text.length : nl;
+      while (runEnd > sec.start && isWs(text.charCodeAt(runEnd - 1))) runEnd--;
+    }
+    const joins =
+      prev !== undefined &&
+      prev.heading &&
+      onlyHeadings(text, zones, prev.start, prev.end) &&
+      (sec.heading ? sec.level > prev.level : sec.path === prev.path) &&
+      runEnd - prev.start <= maxChars;
+    if (prev === undefined || !joins) {
+      out.push(sec);
+      continue;
+    }
+    if (sec.heading) zones.fill(ZONE_HEADINGS, prev.start + 1, runEnd);
+    out[out.length - 1] = { ...sec, start: prev.start, heading: true };
+  }
+  return out;
+}
+
+/**
+ * A table-of-contents or index entry: a dot leader ending in a page number (`Introduction . . . 1`,
+ * `aes_encrypt........23`), or a line that is nothing but links into the document itself (a list
+ * item, or an HTML index's table row).
+ */
+const TOC_ENTRY = /(?:\.[ \t]?){4,}[ \t]*(?:\d+|[ivxlcdm]+)\b/gi;
+const IN_PAGE_LINK = /\[(?:[^\]\n\\]|\\.)*\]\(#[^)\s]*(?:\s+"[^"\n]*")?\)/g;
+const linksOnly = (line: string): boolean =>
+  line.includes('](#') && /^[\s|:*+\-\d.)]*$/.test(line.replace(IN_PAGE_LINK, ''));
+
+/** 'toc' when most lines are entries (a run of joined entries counts each). */
+function isToc(content: string): boolean {
+  let lines = 0;
+  let entries = 0;
+  for (const line of content.split('\n')) {
+    const t = line.trim();
+    if (t === '' || HEADING_LINE.test(line)) continue;
+    lines++;
+    entries += linksOnly(line) ? 1 : (t.match(TOC_ENTRY)?.length ?? 0);
+  }
+  return entries >= 3 && entries >= lines / 2;
 }
 
 export function chunkMarkdown(markdown: string, options: ChunkOptions): Chunk[] {
@@ -357,7 +456,12 @@ export function chunkMarkdown(markdown: string, options: ChunkOptions): Chunk[] 
   const { text } = body;
   const parsed = parse(text, maxChars);
   const { zones } = parsed;
-  const sections = splitAtPages(parsed.sections, body.pageAt, zones);
+  const sections = joinHeadingOnly(
+    text,
+    zones,
+    splitAtPages(parsed.sections, body.pageAt, zones),
+    maxChars,
+  );
   const toOrig = (b: number): number => {
     const i = Math.max(0, lastLe(body.segBody, b));
     return (body.segOrig[i] ?? 0) + b - (body.segBody[i] ?? 0);
@@ -369,6 +473,7 @@ export function chunkMarkdown(markdown: string, options: ChunkOptions): Chunk[] 
   for (const sec of sections) {
     splitSection(text, zones, sec.start, sec.end, options, (s, e) => {
       const content = text.slice(s, e);
+      const kind = onlyHeadings(text, zones, s, e) ? 'heading' : isToc(content) ? 'toc' : undefined;
       chunks.push({
         chunkIndex: chunks.length,
         content,
@@ -383,6 +488,7 @@ export function chunkMarkdown(markdown: string, options: ChunkOptions): Chunk[] 
           endOffset: toOrig(e - 1) + 1, // e-1 is a content char, so it maps into a kept run
           pageEnd: pageOf(e - 1),
           ...(sec.level > 0 ? { headingLevel: sec.level } : {}),
+          ...(kind === undefined ? {} : { kind }),
         },
       });
     });

@@ -205,6 +205,7 @@ export class IndexPipeline {
       chunkIndex: c.chunkIndex,
       sectionPath: c.sectionPath,
       page: c.page,
+      pageEnd: c.metadata.pageEnd ?? c.page,
       content: c.content,
       tokenEstimate: c.tokenEstimate,
       metadata: c.metadata,
@@ -241,7 +242,7 @@ export class IndexPipeline {
     for (let at = 0; at < missing.length; at += EMBED_PART) {
       const part = missing.slice(at, at + EMBED_PART).map((i) => {
         const c = chunks[i] as Chunk;
-        return embeddingText(c.sectionPath, c.content);
+        return embeddingText(c);
       });
       for (const vector of await embedder.embedDocuments(part, signal)) fresh.push(vector);
       progress.advance(cached + at + part.length);

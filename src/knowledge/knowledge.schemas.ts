@@ -87,6 +87,12 @@ export const DocumentSchema = Type.Object({
 });
 export type KnowledgeDocument = Static<typeof DocumentSchema>;
 
+/** The last page of a chunk's text, beside `page`. */
+const PageEnd = Type.Union([Type.Integer(), Type.Null()], {
+  description:
+    'Last page (slide) the text is on: equal to page when on one page, larger when it spans pages (a heading at the foot of a page goes with its text on the next); null for unpaged formats.',
+});
+
 export const ChunkSchema = Type.Object({
   id: Type.String(),
   documentId: Type.String(),
@@ -95,6 +101,7 @@ export const ChunkSchema = Type.Object({
   page: Type.Union([Type.Integer(), Type.Null()], {
     description: 'Page (slide) number; null for unpaged formats.',
   }),
+  pageEnd: PageEnd,
   content: Type.String(),
   tokenEstimate: Type.Integer(),
   metadata: Type.Record(Type.String(), Type.Unknown()),
@@ -115,6 +122,7 @@ const HitSchema = Type.Object({
   chunkIndex: Type.Integer(),
   sectionPath: Type.String(),
   page: Type.Union([Type.Integer(), Type.Null()]),
+  pageEnd: PageEnd,
   content: Type.String(),
   highlights: Type.Array(
     Type.Object({ start: Type.Integer({ minimum: 0 }), end: Type.Integer({ minimum: 0 }) }),

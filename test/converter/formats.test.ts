@@ -40,6 +40,23 @@ describe('html', () => {
     expect(markdown).toBe('Just a box\n');
   });
 
+  it('fences every <pre>, so its `# comment` lines never become headings', () => {
+    const { markdown } = htmlToMarkdown(`<html><body><h2>Build statements</h2>
+      <pre class="screen">cflags = -Wall
+rule cc
+  command = gcc $cflags -c $in -o $out
+
+# If left unspecified, builds get the outer $cflags.
+build link_pool.o: cc foo.c</pre><p>After.</p>
+      <pre class="programlisting language-c">#define BZ_NO_STDIO 1
+/* a \`\`\` fence inside */</pre></body></html>`);
+    expect(markdown).toContain(
+      '```\ncflags = -Wall\nrule cc\n  command = gcc $cflags -c $in -o $out\n\n' +
+        '# If left unspecified, builds get the outer $cflags.\nbuild link_pool.o: cc foo.c\n```',
+    );
+    expect(markdown).toContain('````c\n#define BZ_NO_STDIO 1\n/* a ``` fence inside */\n````');
+  });
+
   it('keeps headings, lists, code and links; drops scripts, styles, nav and hidden parts', () => {
     const { markdown } = htmlToMarkdown(`<!doctype html><html><head><title>Page</title>
       <style>h1 { color: red }</style><script>alert("x")</script></head><body>

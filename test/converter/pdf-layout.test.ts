@@ -3,6 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { joinLines, ocrTextToMarkdown } from '../../src/converter/formats/paragraphs.js';
 import { dropRepeated, layoutPages } from '../../src/converter/formats/pdf/layout.js';
 import {
+  isPageNumber,
+  isTocEntry,
+  sectionDepth,
+} from '../../src/converter/formats/pdf/structure.js';
+import { MANUAL_PAGES } from './fixtures/manual-pdf.js';
+import {
   readingOrder,
   toLines,
   type Line,
@@ -87,6 +93,63 @@ describe('layoutPages', () => {
         '- another item',
       ].join('\n\n'),
     );
+  });
+
+  it('a manual: one heading per wrapped title, numbered subsections, TOC entries, no folios', () => {
+    const pages = MANUAL_PAGES.map((runs) => ({
+      kind: 'text' as const,
+      lines: runs.map((r) => line(r.text, r.x, r.y, r.size)),
+    }));
+    const dots = '. . . .';
+    expect(layoutPages(pages)).toEqual([
+      [
+        '# The Frobnicator Reference Manual and Guide',
+        '## Contents',
+        `1 Introduction ${dots} 2`,
+        `1.1 Getting started ${dots} 2`,
+        `1.2 Options ${dots} 2`,
+        `Index ${dots} 3`,
+      ].join('\n\n'),
+      [
+        '## 1 Introduction',
+        'The frobnicator turns widgets into gadgets at a steady pace.',
+        '### 1.1 Getting started',
+        'Install it with the package manager, then run frob --init once.',
+        '### 1.2 Options',
+      ].join('\n\n'),
+      [
+        'The --fast option skips the checksum pass and halves the run time.',
+        '## Index',
+        `checksum ${dots} 3`,
+        `frob --init ${dots} 2`,
+        `widgets ${dots} 2`,
+      ].join('\n\n'),
+    ]);
+  });
+
+  it('tells page numbers, TOC entries and numbered titles from text', () => {
+    for (const folio of [
+      '3',
+      'iii',
+      'xiv',
+      'Page 3',
+      'page 12 of 40',
+      '- 3 -',
+      '– 7 –',
+      '3 of 10',
+      '3/10',
+    ])
+      expect(isPageNumber(folio), folio).toBe(true);
+    for (const text of ['civil', 'mix', 'Total 3', '3 apples', 'Page three', '1.5'])
+      expect(isPageNumber(text), text).toBe(false);
+    expect(isTocEntry('aes192_encrypt . . . . . . . . . . 23 C')).toBe(true);
+    expect(isTocEntry('7.1 Hash functions . . . . . . . . . .')).toBe(true);
+    expect(isTocEntry('Wait.... and see what happens next')).toBe(false);
+    expect(sectionDepth('3.1. Top-level structure')).toBe(2);
+    expect(sectionDepth('7.1.1.2 SHA224')).toBe(4);
+    expect(sectionDepth('3.3.1. BZ2_bzCompressInit')).toBe(3);
+    expect(sectionDepth('1.5 million people came.')).toBe(0);
+    expect(sectionDepth('2.5 and then some more words')).toBe(0);
   });
 
   it('escapes text that would read as a page marker or a heading', () => {

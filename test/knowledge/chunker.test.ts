@@ -84,6 +84,31 @@ function expectedPage(m: Model, at: number): number | null {
   return page;
 }
 
+/**
+ * The heading lines a chunk opens with: the line of its first char and each next non-blank line
+ * (page markers skipped) while they are headings. More than one only where a heading-only
+ * section was joined to the deeper section after it.
+ */
+function leadingHeadings(
+  md: string,
+  m: Model,
+  s: number,
+  e: number,
+): { run: Model['headings']; onlyHeadings: boolean } {
+  const run: Model['headings'] = [];
+  for (let p = s; p < e;) {
+    const lineStart = md.lastIndexOf('\n', p - 1) + 1;
+    const nl = md.indexOf('\n', p);
+    const next = nl === -1 ? md.length : nl + 1;
+    const h = m.headings.find((x) => x.start === lineStart);
+    if (h !== undefined) run.push(h);
+    else if (!m.marker[lineStart] && md.slice(p, Math.min(next, e)).trim() !== '')
+      return { run, onlyHeadings: false };
+    p = next;
+  }
+  return { run, onlyHeadings: run.length > 0 };
+}
+
 /** Smallest-containing check: ends increase with starts, so the last chunk starting <= a has the max end. */
 function contained(chunks: Chunk[], a: number, b: number): boolean {
   let lo = 0;
@@ -117,13 +142,35 @@ function checkAll(md: string, opts: ChunkOptions, chunks: Chunk[], full = true):
     check(c.tokenEstimate >= Math.ceil(c.content.length / 4), 'tokenEstimate', i);
     cover[s]!++;
     cover[e]!--;
-    const want = expectedPath(m, s);
+    // A chunk takes the path of the last heading it opens with (a heading-only section joined to
+    // the deeper one after it), else of the section it lies in.
+    const { run, onlyHeadings } = leadingHeadings(md, m, s, e);
+    const want = expectedPath(m, run.at(-1)?.start ?? s);
     check(c.sectionPath === want.path, `sectionPath ${c.sectionPath} != ${want.path}`, i);
     check(c.metadata.headingLevel === want.level, 'headingLevel', i);
     check(c.page === expectedPage(m, s), 'page', i);
     check(c.metadata.pageEnd === expectedPage(m, e - 1), 'pageEnd', i);
-    // A chunk never crosses a heading line, so chunks of different sections never overlap.
-    check(!m.headings.some((h) => h.start > s && h.start < e), 'crosses a heading', i);
+    // A chunk never crosses a heading line, so chunks of different sections never overlap; the
+    // one exception is the run of headings it opens with, each deeper than the one before.
+    check(
+      !m.headings.some((h) => h.start > s && h.start < e && !run.includes(h)),
+      'crosses a heading',
+      i,
+    );
+    check(
+      run.every((h, k) => k === 0 || h.level > run[k - 1]!.level),
+      'joins a heading that is not deeper',
+      i,
+    );
+    check((c.metadata.kind === 'heading') === onlyHeadings, `kind ${c.metadata.kind}`, i);
+    // A heading-only chunk is never followed by a deeper section's heading: it would be joined.
+    const next = chunks[i + 1]?.metadata;
+    const after = next && leadingHeadings(md, m, next.startOffset, next.endOffset).run[0];
+    check(
+      !(onlyHeadings && after !== undefined && after.start >= e && after.level > run.at(-1)!.level),
+      'heading left alone above a deeper section',
+      i,
+    );
     if (i === 0) return;
     const p = chunks[i - 1]!;
     check(s > p.metadata.startOffset && e > p.metadata.endOffset, 'monotonic offsets', i);
@@ -274,6 +321,76 @@ describe('chunkMarkdown examples', () => {
   it('ignores headings inside code fences', () => {
     const md = '# Real\n\n```\n# not a heading\n```\n';
     expect(chunkMarkdown(md, opts).map((c) => c.sectionPath)).toEqual(['Real']);
+  });
+
+  it('joins a heading-only section to the deeper one after it, across a page start too', () => {
+    const md = [
+      pageMarker(4),
+      '# 2. How to use bzip2',
+      '',
+      '## 2.1. NAME',
+      '',
+      'bzip2, bunzip2 - a block-sorting file compressor.',
+      '',
+      '## 2.2. SYNOPSIS',
+      pageMarker(5),
+      'bzip2 [ -cdfkqstvzVL123456789 ] [ filenames ... ]',
+      '',
+      '## 2.3. AUTHOR',
+      '',
+      '# 3. Programming with libbzip2',
+    ].join('\n');
+    const chunks = chunkMarkdown(md, opts);
+    expect(chunks.map((c) => [c.sectionPath, c.page, c.metadata.pageEnd, c.metadata.kind])).toEqual(
+      [
+        ['2. How to use bzip2 > 2.1. NAME', 4, 4, undefined],
+        ['2. How to use bzip2 > 2.2. SYNOPSIS', 4, 5, undefined],
+        // A sibling follows: nothing to join it to, so it is marked instead.
+        ['2. How to use bzip2 > 2.3. AUTHOR', 5, 5, 'heading'],
+        ['3. Programming with libbzip2', 5, 5, 'heading'],
+      ],
+    );
+    expect(chunks[0]!.content).toBe(
+      '# 2. How to use bzip2\n\n## 2.1. NAME\n\nbzip2, bunzip2 - a block-sorting file compressor.',
+    );
+    expect(chunks[1]!.content).toBe(
+      '## 2.2. SYNOPSIS\nbzip2 [ -cdfkqstvzVL123456789 ] [ filenames ... ]',
+    );
+    checkAll(md, opts, chunks);
+  });
+
+  it('keeps markdown escapes out of the section trail, not out of the content', () => {
+    const md = '# XML\\_ParserCreate\n\nCalls `XML\\_Parse` and XML\\_ParserFree.\n';
+    const [chunk] = chunkMarkdown(md, opts);
+    expect(chunk!.sectionPath).toBe('XML_ParserCreate');
+    expect(chunk!.content).toBe(
+      '# XML\\_ParserCreate\n\nCalls `XML\\_Parse` and XML\\_ParserFree.',
+    );
+  });
+
+  it('marks table-of-contents and index chunks', () => {
+    const toc = [
+      '## Table of Contents',
+      '',
+      '1 Introduction . . . . . . . . . . . . 1',
+      '',
+      '7.1 Hash functions . . . . . . . . . . 8',
+      '',
+      'aes_encrypt........................23',
+    ].join('\n');
+    const links = [
+      '## Contents',
+      '',
+      '- [Introduction](#intro)',
+      '- [Usage](#usage)',
+      '- [Index](#index)',
+    ].join('\n');
+    const prose = '## Usage\n\nRun it. Then wait. . . . 3 times, or more.';
+    const kinds = chunkMarkdown([toc, links, prose].join('\n\n'), {
+      maxChars: 400,
+      overlapChars: 0,
+    }).map((c) => c.metadata.kind);
+    expect(kinds).toEqual(['toc', 'toc', undefined]);
   });
 
   it('assigns pages from markers and never emits a marker', () => {

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reportPdf } from '../converter/fixtures/documents.js';
+import { manualPdf } from '../converter/fixtures/manual-pdf.js';
 import { encodeTiff, renderText, SAMPLE_LINES, toGray } from '../converter/fixtures/images.js';
 import { buildDocx, buildOdt, buildPptx, buildXlsx } from '../converter/fixtures/office-docs.js';
 import type { TestApp } from '../helpers.js';
@@ -43,6 +44,33 @@ describe('formats end to end', () => {
     }>().items;
     expect(chunks.map((c) => c.content).join('\n')).not.toContain('Annual Report 2024 |');
   });
+
+  it('PDF manual: clean section trails, TOC and index marked, pageEnd where a chunk spans pages', async () => {
+    const { doc } = await ingest('manual.pdf', manualPdf(), 'manual');
+    const [hit] = await k.hits({
+      query: 'fast option checksum pass',
+      projectId: 'manual',
+      topK: 1,
+    });
+    expect(hit).toMatchObject({
+      page: 2,
+      pageEnd: 3,
+      sectionPath: 'The Frobnicator Reference Manual and Guide > 1 Introduction > 1.2 Options',
+    });
+    expect(hit!.content).toMatch(/^### 1\.2 Options\n+The --fast option/);
+    const chunks = (await k.get(`/documents/${doc.id}/chunks`)).json<{
+      items: { sectionPath: string; page: number; pageEnd: number; metadata: { kind?: string } }[];
+    }>().items;
+    expect(
+      chunks.map((c) => [c.sectionPath.replace(/^.*> /, ''), c.page, c.pageEnd, c.metadata.kind]),
+    ).toEqual([
+      ['Contents', 1, 1, 'toc'],
+      ['1 Introduction', 2, 2, undefined],
+      ['1.1 Getting started', 2, 2, undefined],
+      ['1.2 Options', 2, 3, undefined],
+      ['Index', 3, 3, 'toc'],
+    ]);
+  }, 60_000);
 
   it('DOCX and ODT: headings become the section path', async () => {
     await ingest('quarterly.docx', buildDocx(), 'docx');

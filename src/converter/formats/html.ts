@@ -9,7 +9,7 @@ import { highlightedCodeBlock, strikethrough, taskListItems } from 'turndown-plu
 import { EXIT_CODES } from '../contract.js';
 import { ConvertError } from './convert-error.js';
 import { limitNesting, MAX_HTML_DEPTH } from './html-nesting.js';
-import { escapeCell } from './markdown.js';
+import { escapeCell, fenced } from './markdown.js';
 import type { Conversion } from './types.js';
 
 /**
@@ -59,6 +59,11 @@ const MAX_COLSPAN = 100;
 
 function children(node: DomNode): DomNode[] {
   return Array.from(node.childNodes);
+}
+
+/** Whether a `<pre>` starts with `<code>`: turndown's own fenced-code rule takes those. */
+function codeFirst(pre: DomNode): boolean {
+  return pre.childNodes[0]?.nodeName === 'CODE';
 }
 
 function isNoise(node: DomNode): boolean {
@@ -165,6 +170,18 @@ function createService(): TurndownService {
       const caption = children(table).find((c) => c.nodeName === 'CAPTION');
       const title = caption?.textContent?.replace(/\s+/g, ' ').trim() ?? '';
       return `\n\n${title === '' ? '' : `**${title}**\n\n`}${content.trim()}\n\n`;
+    },
+  });
+  // turndown fences only `<pre><code>`; any other `<pre>` (DocBook's `<pre class="screen">`, man
+  // pages) came out as escaped prose, so its `# comment` lines became headings. Its text, as is.
+  service.addRule('apsPre', {
+    filter: (node) => dom(node).nodeName === 'PRE' && !codeFirst(dom(node)),
+    replacement: (_content, node) => {
+      const pre = dom(node);
+      const code = (pre.textContent ?? '').replace(/^\n+|\s+$/g, '');
+      if (code === '') return '';
+      const language = /(?:^|\s)lang(?:uage)?-(\S+)/.exec(pre.getAttribute?.('class') ?? '')?.[1];
+      return `\n\n${fenced(code, language ?? '')}\n\n`;
     },
   });
   // Inline images (`data:` URLs) can be megabytes of base64; only their alt text is kept.

@@ -11,6 +11,7 @@ import * as m0008 from './0008_plain_vector_tables.js';
 import * as m0009 from './0009_document_metadata.js';
 import * as m0010 from './0010_document_progress.js';
 import * as m0011 from './0011_staged_chunks.js';
+import * as m0012 from './0012_chunk_page_end.js';
 import * as m0013 from './0013_segmented_keywords.js';
 import * as m0014 from './0014_filter_dates.js';
 
@@ -26,7 +27,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0009_document_metadata', up: m0009.up },
   { name: '0010_document_progress', up: m0010.up },
   { name: '0011_staged_chunks', up: m0011.up },
-  // 0012 is left to a migration of another branch of issue 14.
+  { name: '0012_chunk_page_end', up: m0012.up },
   { name: '0013_segmented_keywords', up: m0013.up },
   { name: '0014_filter_dates', up: m0014.up },
 ];

@@ -50,6 +50,8 @@ export interface NewChunk {
   chunkIndex: number;
   sectionPath: string;
   page: number | null;
+  /** Last page the chunk's text is on (null: unpaged); default: `page`. */
+  pageEnd?: number | null;
   content: string;
   tokenEstimate: number;
   metadata: Record<string, unknown>;

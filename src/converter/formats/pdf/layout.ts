@@ -1,10 +1,19 @@
 /**
  * A PDF's pages of lines → markdown. Pure, like `lines.ts`: running headers and footers are
- * dropped across pages, headings come from font size against the body text, and paragraphs from
- * line spacing, indents and bullets, with line-end hyphenation repaired.
+ * dropped across pages, and printed page numbers; headings come from font size against the body
+ * text, or from a section number (`3.1 …`, structure.ts); a title wrapped over lines is one
+ * heading; table-of-contents and index entries (dot leaders) are never headings and keep a line
+ * each; paragraphs come from line spacing, indents and bullets, with line-end hyphenation repaired.
  */
 import { escapeParagraph, joinLines } from '../paragraphs.js';
 import { letters, median, readingOrder, topDown, type Line } from './lines.js';
+import {
+  dropPageNumbers,
+  isTocEntry,
+  NumberedLevels,
+  sectionDepth,
+  tocEntry,
+} from './structure.js';
 
 /** Line size ≥ body size × this: a heading. */
 const HEADING_RATIO = 1.2;
@@ -72,17 +81,49 @@ function bodySize(pages: readonly Line[][]): number {
   return [...chars].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 0;
 }
 
-/** One page's lines → markdown blocks; `levels` maps heading sizes to `#` counts. */
-function pageToMarkdown(lines: readonly Line[], body: number, levels: Map<number, number>): string {
-  const level = (l: Line) =>
-    l.size >= body * HEADING_RATIO && letters(l.text) >= 2
-      ? (levels.get(Math.round(l.size * 2) / 2) ?? 3)
-      : 0;
+/** Size-based heading level of a line (0: not a heading); `levels` maps sizes to `#` counts. */
+function sizeLevel(l: Line, body: number, levels: Map<number, number>): number {
+  return l.size >= body * HEADING_RATIO && letters(l.text) >= 2 && !isTocEntry(l.text)
+    ? (levels.get(Math.round(l.size * 2) / 2) ?? 3)
+    : 0;
+}
+
+/**
+ * Lines that are numbered subsection titles by their number alone (`7.1.1.2 SHA224`, set only a
+ * little larger than the text): depth ≥ 2, not smaller than the text, not running to the right
+ * margin (a wrapped sentence that starts with `2.5 Mbit` does), and set apart: larger than the
+ * text, first on the page, or after a wider gap than the lines of a paragraph.
+ */
+function numberedTitles(lines: readonly Line[], body: number, leading: number): Set<Line> {
+  const right = Math.max(...lines.map((l) => l.x1));
+  return new Set(
+    lines.filter((l, i) => {
+      const above = lines[i - 1];
+      return (
+        sectionDepth(l.text) >= 2 &&
+        l.size >= 0.95 * body &&
+        l.x1 < right - 2 * l.size &&
+        (l.size >= 1.05 * body || above === undefined || above.y - l.y > 1.2 * leading)
+      );
+    }),
+  );
+}
+
+/** One page's lines → markdown blocks. */
+function pageToMarkdown(
+  lines: readonly Line[],
+  body: number,
+  levels: Map<number, number>,
+  numbered: NumberedLevels,
+): string {
   const gaps = lines.flatMap((l, i) => {
     const gap = (lines[i - 1]?.y ?? Infinity) - l.y;
     return gap > 0.8 * body && gap < 3 * body ? [gap] : [];
   });
   const leading = median(gaps) ?? 1.2 * body;
+  const titles = numberedTitles(lines, body, leading);
+  const level = (l: Line) =>
+    titles.has(l) ? numbered.level(sectionDepth(l.text)) : sizeLevel(l, body, levels);
   const blocks: string[] = [];
   let para: Line[] = [];
   const flush = () => {
@@ -90,7 +131,8 @@ function pageToMarkdown(lines: readonly Line[], body: number, levels: Map<number
     if (first === undefined) return;
     const text = joinLines(para.map((l) => l.text));
     const h = level(first);
-    if (h > 0 && text.length <= 200) blocks.push(`${'#'.repeat(h)} ${text}`);
+    if (isTocEntry(first.text)) blocks.push(escapeParagraph(tocEntry(text)));
+    else if (h > 0 && text.length <= 200) blocks.push(`${'#'.repeat(h)} ${text}`);
     else if (BULLET.test(text)) blocks.push(`- ${text.replace(BULLET, '')}`);
     else blocks.push(escapeParagraph(text));
     para = [];
@@ -100,13 +142,24 @@ function pageToMarkdown(lines: readonly Line[], body: number, levels: Map<number
     if (first !== undefined && prev !== undefined) {
       const gap = prev.y - line.y;
       const right = Math.max(...para.map((l) => l.x1));
+      // The second line of a numbered title set larger than the text goes on the title.
+      const titleGoesOn =
+        titles.has(first) &&
+        !titles.has(line) &&
+        first.size >= 1.05 * body &&
+        Math.abs(first.size - line.size) <= 0.05 * body;
+      const heading = level(prev) > 0 && (level(line) > 0 || titleGoesOn);
       const ends =
-        level(prev) !== level(line) ||
+        isTocEntry(prev.text) ||
+        isTocEntry(line.text) ||
+        titles.has(line) ||
+        (!titleGoesOn && level(prev) !== level(line)) ||
         Math.abs(prev.size - line.size) > 0.15 * body ||
         gap <= 0 ||
         gap > 1.3 * Math.max(leading, prev.size) ||
         BULLET.test(line.text) ||
-        (!BULLET.test(first.text) && line.x0 > prev.x0 + line.size) ||
+        // A heading's lines may be centred: its indents say nothing.
+        (!heading && !BULLET.test(first.text) && line.x0 > prev.x0 + line.size) ||
         (para.length > 1 && /[.!?:]$/.test(prev.text) && prev.x1 < right - 3 * prev.size);
       if (ends) flush();
     }
@@ -120,7 +173,7 @@ function pageToMarkdown(lines: readonly Line[], body: number, levels: Map<number
 export function layoutPages(pages: readonly PageContent[]): string[] {
   const textPages = pages.flatMap((p) => (p.kind === 'text' ? [p.lines] : []));
   const body = bodySize(textPages);
-  const kept = dropRepeated(textPages, body);
+  const kept = dropRepeated(textPages, body).map(dropPageNumbers);
   const headingSizes = [
     ...new Set(
       kept
@@ -130,8 +183,15 @@ export function layoutPages(pages: readonly PageContent[]): string[] {
     ),
   ].sort((a, b) => b - a);
   const levels = new Map(headingSizes.map((s, i) => [s, Math.min(i + 1, 3)]));
+  const numbered = new NumberedLevels();
+  for (const l of kept.flat()) {
+    const level = sizeLevel(l, body, levels);
+    if (level > 0) numbered.learn(l.text, level);
+  }
   let next = 0;
   return pages.map((p) =>
-    p.kind === 'ocr' ? p.markdown : pageToMarkdown(readingOrder(kept[next++] ?? []), body, levels),
+    p.kind === 'ocr'
+      ? p.markdown
+      : pageToMarkdown(readingOrder(kept[next++] ?? []), body, levels, numbered),
   );
 }

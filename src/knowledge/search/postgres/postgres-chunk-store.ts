@@ -115,12 +115,14 @@ export class PostgresChunkStore implements ChunkStore {
           const ids = batch.map((c) => c.id);
           await client.query(
             `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content,
-               token_estimate, metadata, embedding_model, embedding_dimensions, content_hash, created_at)
+               token_estimate, metadata, embedding_model, embedding_dimensions, content_hash, created_at,
+               page_end)
              select t.id, $2, t.chunk_index, t.section_path, t.page, t.content, t.token_estimate,
-               t.metadata, $3, $4, t.content_hash, $5
+               t.metadata, $3, $4, t.content_hash, $5, t.page_end
              from unnest($1::text[], $6::int[], $7::text[], $8::int[], $9::text[], $10::int[],
-               $11::text[], $12::text[])
-               as t(id, chunk_index, section_path, page, content, token_estimate, metadata, content_hash)`,
+               $11::text[], $12::text[], $13::int[])
+               as t(id, chunk_index, section_path, page, content, token_estimate, metadata, content_hash,
+                 page_end)`,
             [
               ids,
               commit.documentId,
@@ -134,6 +136,7 @@ export class PostgresChunkStore implements ChunkStore {
               batch.map((c) => c.tokenEstimate),
               batch.map((c) => JSON.stringify(c.metadata)),
               batch.map((c) => c.contentHash),
+              batch.map((c) => c.pageEnd ?? c.page),
             ],
           );
           await client.query(

@@ -217,8 +217,9 @@ export class SqliteChunkWrites {
     const now = new Date().toISOString();
     const insertChunk = this.statement(
       `insert into knowledge_chunks (id, document_id, chunk_index, section_path, page, content, token_estimate,
-         metadata, embedding_model, embedding_dimensions, content_hash, created_at, fts_rowid, run_token)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         metadata, embedding_model, embedding_dimensions, content_hash, created_at, fts_rowid, run_token,
+         page_end)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const insertFts = this.statement(
       'insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content) values (?, ?, ?, ?, ?)',
@@ -256,6 +257,7 @@ export class SqliteChunkWrites {
         now,
         ftsRowid,
         commit.indexToken,
+        c.pageEnd ?? c.page,
       );
       rowids.push(ftsRowid);
       insertVector.run(c.id, c.vector, commit.documentId, doc.project_key);
