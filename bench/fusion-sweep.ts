@@ -89,7 +89,13 @@ async function prepare(set: EvalSet): Promise<{ queries: Prepared[]; keyOf: Map<
       for (const c of await store.listChunks(document.id))
         keyOf.set(
           c.id,
-          set.keyOf({ id: c.id, documentId: document.id, sectionPath: c.section_path, score: 0 }),
+          set.keyOf({
+            id: c.id,
+            documentId: document.id,
+            sectionPath: c.section_path,
+            content: c.content,
+            score: 0,
+          }),
         );
     }
     log(`${set.name}: ${keyOf.size} chunks in ${((performance.now() - t) / 1000).toFixed(1)} s`);
