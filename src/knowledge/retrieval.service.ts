@@ -14,7 +14,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
 import { fairTurn } from '../turns.js';
-import type { EmbeddingProvider } from './embeddings/provider.js';
+import type { EmbeddingProvider, QueryEmbedding } from './embeddings/provider.js';
 import { fuse, keywordScore } from './fusion.js';
 import type { RetrievalHit, RetrieveBody } from './knowledge.schemas.js';
 import { toHit } from './mappers.js';
@@ -57,13 +57,16 @@ function withTimeout<T>(work: (signal: AbortSignal) => Promise<T>, ms: number): 
 /** Ranks the evidence by mode, applies `minScore`, cuts to `topK` (pure). */
 export function rank(
   body: Pick<RetrieveBody, 'mode' | 'minScore' | 'topK'>,
-  vector: Float32Array | null,
+  embedding: QueryEmbedding | null,
   evidence: Evidence,
 ): Candidate[] {
   let ranked: Candidate[];
   if (body.mode === 'semantic') ranked = evidence.semantic;
-  else if (body.mode === 'hybrid' && vector !== null)
-    ranked = fuse(evidence.keyword, evidence.semantic, evidence.cosine);
+  else if (body.mode === 'hybrid' && embedding !== null)
+    ranked = fuse(evidence.keyword, evidence.semantic, evidence.cosine, {
+      keywordMax: evidence.keywordMax,
+      coverage: embedding.coverage,
+    });
   else ranked = evidence.keyword.map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
   // Without an explicit minScore only hits with no evidence at all (score ≤ 0) are dropped.
   const min = body.minScore;
@@ -93,19 +96,19 @@ export class RetrievalService {
       ...(body.documentId === undefined ? {} : { documentId: body.documentId }),
     };
     const limit = Math.max(CANDIDATES, body.topK * 4);
-    const vector = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
+    const embedding = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
     // The queries of one embedding batch search in arrival order, a few per event-loop turn.
     await fairTurn();
     const ranked = await this.store.search(
       {
         text: body.mode === 'semantic' ? null : query,
         // Hybrid without a query vector (the embedder failed) answers from keywords alone.
-        vector,
+        vector: embedding?.vector ?? null,
         model: this.embedder.model,
         filter,
         limit,
       },
-      (evidence) => rank(body, vector, evidence),
+      (evidence) => rank(body, embedding, evidence),
     );
     return {
       query: body.query,
@@ -122,13 +125,13 @@ export class RetrievalService {
   private async embedQuery(
     query: string,
     mode: RetrieveBody['mode'],
-  ): Promise<Float32Array | null> {
+  ): Promise<QueryEmbedding | null> {
     // Hybrid answers from keywords at once while the provider is known to be failing, and waits
     // at most HYBRID_EMBED_WAIT_MS for it otherwise (a cold model or a dead endpoint).
     if (mode === 'hybrid' && Date.now() - this.embedFailedAt < EMBED_COOL_DOWN_MS) return null;
     try {
       const work = (signal?: AbortSignal) =>
-        this.embedder.ready().then(() => this.embedder.embedQuery(query, signal));
+        this.embedder.ready().then(() => this.embedder.embedSearchQuery(query, signal));
       if (mode === 'semantic') return await work();
       return await withTimeout(work, HYBRID_EMBED_WAIT_MS);
     } catch (error) {

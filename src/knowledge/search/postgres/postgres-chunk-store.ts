@@ -262,8 +262,10 @@ export class PostgresChunkStore implements ChunkStore {
       begin += this.vectors.searchSettings(await this.vectors.loadFeatures(), limit);
     }
     return this.transaction(begin, async (client) => {
-      const keyword =
-        words.length === 0 ? [] : await this.keyword.search(client, words, filter, limit);
+      const { candidates: keyword, max: keywordMax } =
+        words.length === 0
+          ? { candidates: [], max: 0 }
+          : await this.keyword.search(client, words, filter, limit);
       const table =
         vector === null ? null : await this.vectors.table(client, model, vector.length, false);
       const semantic =
@@ -279,7 +281,7 @@ export class PostgresChunkStore implements ChunkStore {
               vector,
               keyword.map((k) => k.chunkId),
             );
-      const top = rankEvidence({ keyword, semantic, cosine }, rank);
+      const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
       return inRankOrder(
         top,
         await this.hits(

@@ -101,6 +101,7 @@ export class SqliteChunkStore implements ChunkStore {
       .transaction(() => {
         const { text, vector, model, filter, limit } = request;
         const keyword = text === null ? [] : this.keywordSearch(text, filter, limit);
+        const keywordMax = text === null ? 0 : this.keywordMax(text);
         const semantic = vector === null ? [] : this.vectorSearch(vector, model, filter, limit);
         const cosine =
           vector === null
@@ -110,7 +111,7 @@ export class SqliteChunkStore implements ChunkStore {
                 model,
                 keyword.map((k) => k.chunkId),
               );
-        const top = rankEvidence({ keyword, semantic, cosine }, rank);
+        const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
         return inRankOrder(top, this.hits(top.map((c) => c.chunkId)));
       })
       .deferred();
@@ -140,6 +141,16 @@ export class SqliteChunkStore implements ChunkStore {
        where knowledge_chunks_fts match ? and ${SEARCHABLE} and ${CURRENT}${scope}
        order by ${FTS5_BM25} limit ?`,
     ).all(...params) as Candidate[];
+  }
+
+  /** The query's largest attainable BM25 (Evidence.keywordMax), from the in-process index. */
+  private keywordMax(query: string): number {
+    const terms = chooseQueryTerms(query);
+    if (terms.length === 0) return 0;
+    const lexemes = sharedLexer()
+      .tokenize(terms)
+      .flatMap((p) => Array.from(p));
+    return this.indexes.keywordIndex().maxScore(lexemes);
   }
 
   /**
