@@ -54,7 +54,7 @@ export interface QueryEvidence {
  */
 export const DEFAULT_FUSION: FusionOptions = {
   keywordHalf: 0.2,
-  steepness: 4,
+  steepness: 3,
   denseWeight: 0.9,
   trustScale: 4,
 };

@@ -293,7 +293,7 @@ describe('fuse', () => {
   it('keeps the documented defaults and the keyword-mode score', () => {
     expect(DEFAULT_FUSION).toEqual({
       keywordHalf: 0.2,
-      steepness: 4,
+      steepness: 3,
       denseWeight: 0.9,
       trustScale: 4,
     });
