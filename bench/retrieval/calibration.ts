@@ -10,7 +10,9 @@ export interface CalibrationSample {
   answerScore: readonly (number | null)[];
 }
 
-const THRESHOLDS = [0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8];
+const THRESHOLDS = [
+  0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.82, 0.84, 0.86, 0.88, 0.9, 0.92, 0.94,
+];
 
 /** Markdown lines: percentiles of the top scores, then threshold → kept / dropped shares. */
 export function calibrationTable(sample: CalibrationSample): string[] {

@@ -5,10 +5,11 @@
  * Scores (documented in the OpenAPI description and the README):
  * - semantic: cosine similarity of query and chunk vectors, in [-1, 1];
  * - keyword: 0.1 + 0.9 × calibrated BM25 (s / (s + 16)), in [0.1, 1);
- * - hybrid: K + 0.9 × (1 − K*) × max(0, cosine), in [0, 1) (fusion.ts), where K is the passage's
- *   keyword evidence x / (1 + x), x = (BM25 / 16)^5 (0 without a query word), and K* the best K
- *   of the query: keyword-dominated when the query has a strong match (scores ≈ K, 0.5 at BM25 16),
- *   cosine-ranked when it has none (scores ≈ 0.9 × cosine). A score is never below K.
+ * - hybrid: K + 0.9 × coverage × (1 − K*) × max(0, cosine), in [0, 1) (fusion.ts): K is the
+ *   passage's keyword evidence, its BM25 as a share r of the query's largest attainable BM25
+ *   (Evidence.keywordMax), x / (1 + x) with x = (r / 0.2)^3 (0 without a query word; discounted
+ *   where every query word is common), K* the best K of the query, and coverage the share of the
+ *   query the embedding model understood (QueryEmbedding.coverage). A score is never below K.
  * Without `minScore`, hits scoring ≤ 0 (no evidence) are dropped; with it, hits below it.
  */
 import type { FastifyBaseLogger } from 'fastify';
