@@ -30,7 +30,7 @@
  * Progress goes to stderr; the results (one table) to stdout.
  */
 import { parseArgs } from 'node:util';
-import { BenchServer, MODES, type Mode } from './retrieval/harness.js';
+import { BenchServer, MODES, type Hit, type Mode } from './retrieval/harness.js';
 import {
   latencySummary,
   meanMetrics,
@@ -55,10 +55,12 @@ import { buildFtsQuery, FTS5_BM25 } from '../src/knowledge/search/sqlite/fts-que
 import { SqliteChunkStore } from '../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { hnswRecall, startPostgres } from './retrieval/postgres.js';
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
+import { realdocsSet } from './retrieval/realdocs.js';
+import { calibrationTable } from './retrieval/calibration.js';
 
 const { values } = parseArgs({
   options: {
-    sets: { type: 'string', default: 'scifact,paraphrase' },
+    sets: { type: 'string', default: 'scifact,paraphrase,realdocs' },
     limit: { type: 'string' },
     modes: { type: 'string', default: MODES.join(',') },
     scale: { type: 'string', default: '' },
@@ -85,7 +87,7 @@ const modes = list(values.modes).map((m) => {
 });
 const sets = list(values.sets);
 for (const s of sets)
-  if (s !== 'scifact' && s !== 'paraphrase') throw new Error(`unknown set ${s}`);
+  if (!['scifact', 'paraphrase', 'realdocs'].includes(s)) throw new Error(`unknown set ${s}`);
 const scales = list(values.scale).map((n) => {
   const v = Number(n.replace(/k$/i, '000'));
   if (!Number.isInteger(v) || v < 1) throw new Error(`bad --scale value ${n}`);
@@ -127,6 +129,12 @@ interface Row {
 }
 const rows: Row[] = [];
 const notes: string[] = [];
+/** Per mode: the top score of each answerable question, of each unanswerable one, and the score of
+ * the answering hit when it is in the top 10 (else null). */
+const calibration = new Map<
+  Mode,
+  { answerableTop: number[]; unanswerableTop: number[]; answerScore: (number | null)[] }
+>();
 
 // --- the paraphrase set's own check -------------------------------------------------------------
 
@@ -173,34 +181,57 @@ async function runSet(set: EvalSet): Promise<void> {
       const doc = await bench.ingest(file.name, file.markdown, set.index);
       chunks += doc.chunkCount;
     }
+    for (const file of set.uploads ?? []) {
+      const doc = await bench.ingest(file.name, file.data, set.index);
+      set.onUploaded?.(file.name, doc.id);
+      chunks += doc.chunkCount;
+      log(`${set.name}: ${file.name} → ${doc.chunkCount} chunks`);
+    }
     const ingestMs = performance.now() - t;
+    const fileCount = set.files.length + (set.uploads?.length ?? 0);
     notes.push(
-      `${set.name}: ${set.files.length} file(s) → ${chunks} chunks indexed in ${(ingestMs / 1000).toFixed(1)} s over HTTP`,
+      `${set.name}: ${fileCount} file(s) → ${chunks} chunks indexed in ${(ingestMs / 1000).toFixed(1)} s over HTTP`,
     );
     log(`${set.name}: ${chunks} chunks in ${(ingestMs / 1000).toFixed(1)} s`);
-    const groups = [...new Set(set.queries.map((q) => q.group))];
+    const groups = [
+      ...new Set(
+        set.queries.flatMap((q) => (q.alsoIn === undefined ? [q.group] : [q.group, q.alsoIn])),
+      ),
+    ];
     for (const mode of modes) {
       for (const q of set.queries.slice(0, 3)) await bench.retrieve(q.text, mode, 30); // warm-up
       const perGroup = new Map<string, { metrics: QueryMetrics[]; latencies: number[] }>(
         groups.map((g) => [g, { metrics: [], latencies: [] }]),
       );
+      let cal = calibration.get(mode);
+      if (cal === undefined) {
+        cal = { answerableTop: [], unanswerableTop: [], answerScore: [] };
+        calibration.set(mode, cal);
+      }
       for (const q of set.queries) {
         const { items, ms: elapsed } = await bench.retrieve(q.text, mode, 30);
-        const ranked = [...new Set(items.map((hit) => set.keyOf(hit)))];
-        const g = perGroup.get(q.group)!;
-        g.metrics.push(rankMetrics(ranked, q.relevant));
-        g.latencies.push(elapsed);
+        const keyOf = (hit: Hit) => (q.keyOf === undefined ? set.keyOf(hit) : q.keyOf(hit));
+        const top = items[0]?.score ?? Number.NEGATIVE_INFINITY;
+        for (const group of q.alsoIn === undefined ? [q.group] : [q.group, q.alsoIn]) {
+          const g = perGroup.get(group)!;
+          g.latencies.push(elapsed);
+          if (q.relevant.size > 0) {
+            g.metrics.push(rankMetrics([...new Set(items.map((hit) => keyOf(hit)))], q.relevant));
+          }
+        }
+        if (set.name !== 'realdocs') continue;
+        if (q.relevant.size === 0) cal.unanswerableTop.push(top);
+        else {
+          cal.answerableTop.push(top);
+          const answer = items.slice(0, 10).find((hit) => q.relevant.has(keyOf(hit)));
+          cal.answerScore.push(answer?.score ?? null);
+        }
       }
       for (const [group, g] of perGroup) {
         const lat = latencySummary(g.latencies);
-        rows.push({
-          set: group,
-          mode,
-          queries: g.metrics.length,
-          quality: meanMetrics(g.metrics),
-          ...lat,
-        });
-        log(`  ${group} ${mode}: nDCG@10 ${fmt(meanMetrics(g.metrics).ndcg10)}`);
+        const quality = g.metrics.length > 0 ? meanMetrics(g.metrics) : undefined;
+        rows.push({ set: group, mode, queries: g.latencies.length, quality, ...lat });
+        log(`  ${group} ${mode}: nDCG@10 ${quality === undefined ? '–' : fmt(quality.ndcg10)}`);
       }
     }
   } finally {
@@ -210,6 +241,7 @@ async function runSet(set: EvalSet): Promise<void> {
 
 for (const name of sets) {
   if (name === 'scifact') await runSet(scifactSet(values.dataset, limit));
+  else if (name === 'realdocs') await runSet(realdocsSet(undefined, limit));
   else {
     const distractors = Number(values.distractors);
     const set = paraphraseSet(paraphrase, limit);
@@ -363,14 +395,20 @@ console.log('');
 for (const note of notes) console.log(`- ${note}`);
 console.log('');
 console.log(
-  `database: ${values.db}\n\n| set | mode | queries | nDCG@10 | Recall@5 | Recall@10 | MRR@10 | p50 ms | p95 ms | p99 ms |`,
+  `database: ${values.db}\n\n| set | mode | queries | hit@1 | hit@3 | nDCG@10 | Recall@5 | Recall@10 | MRR@10 | p50 ms | p95 ms | p99 ms |`,
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const q = r.quality;
+  const f = (x: number | undefined) => (x === undefined ? dash : fmt(x));
   console.log(
-    `| ${r.set} | ${r.mode} | ${r.queries} | ${q ? fmt(q.ndcg10) : dash} | ${q ? fmt(q.recall5) : dash} | ${q ? fmt(q.recall10) : dash} | ${q ? fmt(q.mrr10) : dash} | ${ms(r.p50)} | ${ms(r.p95)} | ${ms(r.p99)} |`,
+    `| ${r.set} | ${r.mode} | ${r.queries} | ${f(q?.hit1)} | ${f(q?.hit3)} | ${f(q?.ndcg10)} | ${f(q?.recall5)} | ${f(q?.recall10)} | ${f(q?.mrr10)} | ${ms(r.p50)} | ${ms(r.p95)} | ${ms(r.p99)} |`,
   );
+}
+for (const [mode, cal] of calibration) {
+  if (cal.unanswerableTop.length === 0) continue;
+  console.log(`\nminScore calibration, realdocs, ${mode}:\n`);
+  for (const line of calibrationTable(cal)) console.log(line);
 }
 const recall5 = (set: string, mode: Mode) =>
   rows.find((r) => r.set === set && r.mode === mode)?.quality?.recall5;

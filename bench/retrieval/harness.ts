@@ -23,6 +23,7 @@ export interface Hit {
   id: string;
   documentId: string;
   sectionPath: string;
+  content: string;
   score: number;
 }
 
@@ -106,15 +107,22 @@ export class BenchServer {
     });
   }
 
-  /** Uploads one markdown file (multipart) and indexes it; resolves when indexing is done. */
+  /**
+   * Uploads one file (multipart; a string is sent as markdown, bytes as they are, the converter
+   * choosing by the name's extension) and indexes it; resolves when indexing is done.
+   */
   async ingest(
     name: string,
-    markdown: string,
+    content: string | Uint8Array,
     index: { maxChars?: number; overlapChars?: number } = {},
   ): Promise<IndexedDocument> {
     const t = performance.now();
     const form = new FormData();
-    form.append('file', new Blob([markdown], { type: 'text/markdown' }), name);
+    const blob =
+      typeof content === 'string'
+        ? new Blob([content], { type: 'text/markdown' })
+        : new Blob([content], { type: 'application/octet-stream' });
+    form.append('file', blob, name);
     const uploaded = await this.request<{ id: string }>('/documents/upload', {
       method: 'POST',
       body: form,

@@ -1,6 +1,10 @@
 /** Ranking metrics with binary relevance (BEIR conventions) and latency percentiles. */
 
 export interface QueryMetrics {
+  /** 1 when the first hit is relevant. */
+  hit1: number;
+  /** 1 when one of the first three hits is relevant. */
+  hit3: number;
   ndcg10: number;
   recall5: number;
   recall10: number;
@@ -23,6 +27,8 @@ export function rankMetrics(
   const first = top.findIndex((d) => relevant.has(d));
   const n = Math.max(1, relevant.size);
   return {
+    hit1: first === 0 ? 1 : 0,
+    hit3: first >= 0 && first < 3 ? 1 : 0,
     ndcg10: idcg === 0 ? 0 : dcg / idcg,
     recall5: hits(5) / n,
     recall10: hits(10) / n,
@@ -34,6 +40,8 @@ export function meanMetrics(all: readonly QueryMetrics[]): QueryMetrics {
   const n = Math.max(1, all.length);
   const sum = (f: (m: QueryMetrics) => number) => all.reduce((s, m) => s + f(m), 0) / n;
   return {
+    hit1: sum((m) => m.hit1),
+    hit3: sum((m) => m.hit3),
     ndcg10: sum((m) => m.ndcg10),
     recall5: sum((m) => m.recall5),
     recall10: sum((m) => m.recall10),

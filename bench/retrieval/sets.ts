@@ -12,11 +12,19 @@ export interface EvalQuery {
   relevant: Set<string>;
   /** Row of the results table the query is reported under. */
   group: string;
+  /** A second row it is also reported under (e.g. a set's overall row). */
+  alsoIn?: string;
+  /** How this query judges a hit, instead of the set's keyOf. */
+  keyOf?: (hit: Hit) => string;
 }
 
 export interface EvalSet {
   name: string;
   files: { name: string; markdown: string }[];
+  /** Files uploaded as they are (the converter picks the format by the name's extension). */
+  uploads?: { name: string; data: Uint8Array }[];
+  /** Told each upload's document id. */
+  onUploaded?: (name: string, documentId: string) => void;
   index: { maxChars?: number; overlapChars?: number };
   queries: EvalQuery[];
   /** The unit a hit is judged as (document or passage id); hits of one unit count once. */

@@ -5,17 +5,18 @@
  * Scores (documented in the OpenAPI description and the README):
  * - semantic: cosine similarity of query and chunk vectors, in [-1, 1];
  * - keyword: 0.1 + 0.9 × calibrated BM25 (s / (s + 16)), in [0.1, 1);
- * - hybrid: K + 0.9 × (1 − K*) × max(0, cosine), in [0, 1) (fusion.ts), where K is the passage's
- *   keyword evidence x / (1 + x), x = (BM25 / 16)^5 (0 without a query word), and K* the best K
- *   of the query: keyword-dominated when the query has a strong match (scores ≈ K, 0.5 at BM25 16),
- *   cosine-ranked when it has none (scores ≈ 0.9 × cosine). A score is never below K.
+ * - hybrid: K + 0.9 × coverage × (1 − K*) × max(0, cosine), in [0, 1) (fusion.ts): K is the
+ *   passage's keyword evidence, its BM25 as a share r of the query's largest attainable BM25
+ *   (Evidence.keywordMax), x / (1 + x) with x = (r / 0.2)^3 (0 without a query word; discounted
+ *   where every query word is common), K* the best K of the query, and coverage the share of the
+ *   query the embedding model understood (QueryEmbedding.coverage). A score is never below K.
  * Without `minScore`, hits scoring ≤ 0 (no evidence) are dropped; with it, hits below it.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
 import { parseFilter } from './filter/filter.js';
 import { fairTurn } from '../turns.js';
-import type { EmbeddingProvider } from './embeddings/provider.js';
+import type { EmbeddingProvider, QueryEmbedding } from './embeddings/provider.js';
 import { fuse, keywordScore } from './fusion.js';
 import type { RetrievalHit, RetrieveBody } from './knowledge.schemas.js';
 import { highlightRanges, queryLexemes } from './highlights.js';
@@ -59,13 +60,16 @@ function withTimeout<T>(work: (signal: AbortSignal) => Promise<T>, ms: number): 
 /** Ranks the evidence by mode, applies `minScore`, cuts to `topK` (pure). */
 export function rank(
   body: Pick<RetrieveBody, 'mode' | 'minScore' | 'topK'>,
-  vector: Float32Array | null,
+  embedding: QueryEmbedding | null,
   evidence: Evidence,
 ): Candidate[] {
   let ranked: Candidate[];
   if (body.mode === 'semantic') ranked = evidence.semantic;
-  else if (body.mode === 'hybrid' && vector !== null)
-    ranked = fuse(evidence.keyword, evidence.semantic, evidence.cosine);
+  else if (body.mode === 'hybrid' && embedding !== null)
+    ranked = fuse(evidence.keyword, evidence.semantic, evidence.cosine, {
+      keywordMax: evidence.keywordMax,
+      coverage: embedding.coverage,
+    });
   else ranked = evidence.keyword.map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
   // Without an explicit minScore only hits with no evidence at all (score ≤ 0) are dropped.
   const min = body.minScore;
@@ -104,19 +108,19 @@ export class RetrievalService {
     if (query === '') throw new AppError('KNOWLEDGE_QUERY_REQUIRED');
     const filter = searchFilter(body);
     const limit = Math.max(CANDIDATES, body.topK * 4);
-    const vector = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
+    const embedding = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
     // The queries of one embedding batch search in arrival order, a few per event-loop turn.
     await fairTurn();
     const ranked = await this.store.search(
       {
         text: body.mode === 'semantic' ? null : query,
         // Hybrid without a query vector (the embedder failed) answers from keywords alone.
-        vector,
+        vector: embedding?.vector ?? null,
         model: this.embedder.model,
         filter,
         limit,
       },
-      (evidence) => rank(body, vector, evidence),
+      (evidence) => rank(body, embedding, evidence),
     );
     // In every mode: a semantic hit shows whichever query words it holds.
     const lexemes = queryLexemes(query);
@@ -135,13 +139,13 @@ export class RetrievalService {
   private async embedQuery(
     query: string,
     mode: RetrieveBody['mode'],
-  ): Promise<Float32Array | null> {
+  ): Promise<QueryEmbedding | null> {
     // Hybrid answers from keywords at once while the provider is known to be failing, and waits
     // at most HYBRID_EMBED_WAIT_MS for it otherwise (a cold model or a dead endpoint).
     if (mode === 'hybrid' && Date.now() - this.embedFailedAt < EMBED_COOL_DOWN_MS) return null;
     try {
       const work = (signal?: AbortSignal) =>
-        this.embedder.ready().then(() => this.embedder.embedQuery(query, signal));
+        this.embedder.ready().then(() => this.embedder.embedSearchQuery(query, signal));
       if (mode === 'semantic') return await work();
       return await withTimeout(work, HYBRID_EMBED_WAIT_MS);
     } catch (error) {

@@ -665,6 +665,25 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
       }
       expect(compared).toBeGreaterThan(1000);
     }, 90_000); // ~700 searches on three stores: ~20 s on a busy machine
+
+    it("gives the same largest attainable BM25 of each query (the fusion's keywordMax)", async () => {
+      const maxOf = async (store: SqliteChunkStore | PostgresChunkStore, text: string) => {
+        let max = Number.NaN;
+        await store.search(request({ text }), (e) => {
+          max = e.keywordMax;
+          return [];
+        });
+        return max;
+      };
+      // A word in no chunk counts too (with the idf of a word in none).
+      for (const text of [...queries, 'zyzzyva quokka', 'the']) {
+        const [a, b] = await Promise.all([maxOf(lite, text), maxOf(pgStore, text)]);
+        expect(a, text).toBeGreaterThan(0);
+        expect(b, text).toBeCloseTo(a, 9);
+      }
+      expect(await maxOf(lite, '!!!')).toBe(0);
+      expect(await maxOf(pgStore, '!!!')).toBe(0);
+    });
   });
 
   describe('vector recall under filters', () => {

@@ -5,9 +5,10 @@ import {
   calibrateBm25,
   DEFAULT_FUSION,
   fuse,
+  keywordEvidence,
   keywordScore,
-  type FusionOptions,
 } from '../../src/knowledge/fusion.js';
+import { B, idf, K1, maxBm25 } from '../../src/knowledge/search/bm25.js';
 import type { Candidate } from '../../src/knowledge/search/chunk-store.js';
 import { queryTerms } from '../../src/knowledge/search/query-terms.js';
 import { buildFtsQuery } from '../../src/knowledge/search/sqlite/fts-query.js';
@@ -18,29 +19,37 @@ const bm25 = fc.oneof(
   fc.integer({ min: 0, max: 20_000 }).map((n) => n / 100),
 );
 const options = fc.record({
-  bm25Half: fc.integer({ min: 1, max: 64 }),
-  bm25Steepness: fc.integer({ min: 1, max: 8 }),
+  keywordHalf: fc.integer({ min: 1, max: 100 }).map((n) => n / 100),
+  steepness: fc.integer({ min: 1, max: 8 }),
   denseWeight: fc.integer({ min: 0, max: 100 }).map((n) => n / 100),
+  trustScale: fc.integer({ min: 1, max: 16 }).map((n) => n / 4),
 });
 
 /**
  * A retrieval's inputs over a pool of at most `size` ids: keyword candidates (raw BM25), semantic
- * candidates and the cosine map (every semantic candidate and some keyword ones), cosines in [-1, 1].
+ * candidates and the cosine map (every semantic candidate and some keyword ones), cosines in
+ * [-1, 1]; and the query's evidence: its largest attainable BM25 (at least its best match's, as
+ * the stores compute it) and the embedding's coverage.
  */
 const retrieval = (size: number) =>
   fc
-    .uniqueArray(
-      fc.record({
-        chunkId: fc.stringMatching(/^[a-e]{1,2}$/),
-        isKeyword: fc.boolean(),
-        isSemantic: fc.boolean(),
-        hasVector: fc.boolean(),
-        score: bm25,
-        cos: fc.double({ min: -1, max: 1, noNaN: true }),
-      }),
-      { selector: (c) => c.chunkId, maxLength: size },
-    )
-    .map((pool) => {
+    .record({
+      pool: fc.uniqueArray(
+        fc.record({
+          chunkId: fc.stringMatching(/^[a-e]{1,2}$/),
+          isKeyword: fc.boolean(),
+          isSemantic: fc.boolean(),
+          hasVector: fc.boolean(),
+          score: bm25,
+          cos: fc.double({ min: -1, max: 1, noNaN: true }),
+        }),
+        { selector: (c) => c.chunkId, maxLength: size },
+      ),
+      headroom: fc.double({ min: 1, max: 20, noNaN: true }),
+      floor: bm25,
+      coverage: fc.double({ min: 0, max: 1, noNaN: true }),
+    })
+    .map(({ pool, headroom, floor, coverage }) => {
       const keyword: Candidate[] = [];
       const semantic: Candidate[] = [];
       const cosine = new Map<string, number>();
@@ -51,20 +60,24 @@ const retrieval = (size: number) =>
       }
       keyword.sort((a, b) => b.score - a.score);
       semantic.sort((a, b) => b.score - a.score);
-      return { keyword, semantic, cosine };
+      const keywordMax = Math.max(floor, (keyword[0]?.score ?? 0) * headroom);
+      return { keyword, semantic, cosine, query: { keywordMax, coverage } };
     });
 const inputs = retrieval(25);
 
-const K = (score: number, o: FusionOptions) => calibrateBm25(score, o.bm25Half, o.bm25Steepness);
 const rankOf = (list: Candidate[], id: string) => list.findIndex((c) => c.chunkId === id);
+const byScore = (a: Candidate, b: Candidate) =>
+  b.score - a.score || (a.chunkId < b.chunkId ? -1 : 1);
 
 describe('fuse', () => {
   it('is ordered, deterministic, contains every candidate once, scores in [0, 1)', () => {
     fc.assert(
-      fc.property(inputs, options, ({ keyword, semantic, cosine }, o) => {
-        const fused = fuse(keyword, semantic, cosine, o);
-        expect(fuse(keyword, semantic, cosine, o)).toEqual(fused);
-        expect(fuse([...keyword].reverse(), [...semantic].reverse(), cosine, o)).toEqual(fused);
+      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+        const fused = fuse(keyword, semantic, cosine, query, o);
+        expect(fuse(keyword, semantic, cosine, query, o)).toEqual(fused);
+        expect(fuse([...keyword].reverse(), [...semantic].reverse(), cosine, query, o)).toEqual(
+          fused,
+        );
         expect(fused.map((c) => c.chunkId).sort()).toEqual(
           [...new Set([...keyword, ...semantic].map((c) => c.chunkId))].sort(),
         );
@@ -81,14 +94,15 @@ describe('fuse', () => {
     );
   });
 
-  it('scores a passage between its keyword evidence K and K + denseWeight × (1 − best K)', () => {
+  it('scores a passage between its keyword evidence K and K + denseWeight × coverage × (1 − best K)', () => {
     fc.assert(
-      fc.property(inputs, options, ({ keyword, semantic, cosine }, o) => {
-        const best = Math.max(0, ...keyword.map((k) => K(k.score, o)));
-        const room = o.denseWeight * (1 - best);
+      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+        const K = (b: number) => keywordEvidence(b, query.keywordMax, o);
+        const best = Math.max(0, ...keyword.map((k) => K(k.score)));
+        const room = o.denseWeight * query.coverage * (1 - best);
         const bm25Of = new Map(keyword.map((k) => [k.chunkId, k.score]));
-        for (const c of fuse(keyword, semantic, cosine, o)) {
-          const evidence = K(bm25Of.get(c.chunkId) ?? 0, o);
+        for (const c of fuse(keyword, semantic, cosine, query, o)) {
+          const evidence = K(bm25Of.get(c.chunkId) ?? 0);
           expect(c.score).toBeGreaterThanOrEqual(evidence);
           expect(c.score).toBeLessThanOrEqual(evidence + room + 1e-12);
         }
@@ -105,17 +119,18 @@ describe('fuse', () => {
         options,
         fc.nat(),
         bm25.filter((b) => b > 0),
-        ({ keyword, semantic, cosine }, o, pick, raise) => {
+        ({ keyword, semantic, cosine, query }, o, pick, raise) => {
           const pool = [...new Set([...keyword, ...semantic].map((c) => c.chunkId))];
           fc.pre(pool.length > 0);
           const id = pool[pick % pool.length]!;
-          const before = fuse(keyword, semantic, cosine, o);
+          const before = fuse(keyword, semantic, cosine, query, o);
           const old = keyword.find((k) => k.chunkId === id)?.score ?? 0;
           const raised = [
             ...keyword.filter((k) => k.chunkId !== id),
             { chunkId: id, score: old + raise },
           ];
-          const after = fuse(raised, semantic, cosine, o);
+          // The query's attainable maximum is the query's, not the passages': it stays.
+          const after = fuse(raised, semantic, cosine, query, o);
           const scoreOf = (list: Candidate[]) => list[rankOf(list, id)]!.score;
           expect(scoreOf(after)).toBeGreaterThanOrEqual(scoreOf(before) - 1e-12);
           expect(rankOf(after, id)).toBeLessThanOrEqual(rankOf(before, id));
@@ -132,7 +147,7 @@ describe('fuse', () => {
         options,
         fc.nat(),
         fc.double({ min: 0, max: 2, noNaN: true }),
-        ({ keyword, semantic, cosine }, o, pick, raise) => {
+        ({ keyword, semantic, cosine, query }, o, pick, raise) => {
           const pool = [...new Set([...keyword, ...semantic].map((c) => c.chunkId))];
           fc.pre(pool.length > 0);
           const id = pool[pick % pool.length]!;
@@ -140,8 +155,8 @@ describe('fuse', () => {
           const sem = semantic.some((s) => s.chunkId === id)
             ? semantic.map((s) => (s.chunkId === id ? { chunkId: id, score: cos } : s))
             : semantic;
-          const before = fuse(keyword, semantic, cosine, o);
-          const after = fuse(keyword, sem, new Map(cosine).set(id, cos), o);
+          const before = fuse(keyword, semantic, cosine, query, o);
+          const after = fuse(keyword, sem, new Map(cosine).set(id, cos), query, o);
           expect(after[rankOf(after, id)]!.score).toBeGreaterThanOrEqual(
             before[rankOf(before, id)]!.score,
           );
@@ -152,22 +167,54 @@ describe('fuse', () => {
     );
   });
 
-  it('with zero dense weight keeps the BM25 order exactly; without keyword evidence, the cosine order', () => {
-    // Exactly: where K has resolution, i.e. (BM25 / half)^p well below 2^52 (BM25 ≤ 200 here).
-    const resolved = fc.record({
-      bm25Half: fc.integer({ min: 8, max: 64 }),
-      bm25Steepness: fc.integer({ min: 1, max: 6 }),
-      denseWeight: fc.constant(0),
-    });
+  it('lowering the coverage never raises a score; at coverage 0 the keyword order rules', () => {
     fc.assert(
-      fc.property(inputs, resolved, ({ keyword, semantic, cosine }, o) => {
-        const byScore = (a: Candidate, b: Candidate) =>
-          b.score - a.score || (a.chunkId < b.chunkId ? -1 : 1);
-        const keywordOnly = fuse(keyword, [], new Map(), { ...o, denseWeight: 0 });
+      fc.property(
+        inputs,
+        options,
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        ({ keyword, semantic, cosine, query }, o, factor) => {
+          const full = fuse(keyword, semantic, cosine, query, o);
+          const less = fuse(
+            keyword,
+            semantic,
+            cosine,
+            { ...query, coverage: query.coverage * factor },
+            o,
+          );
+          const scoreIn = (list: Candidate[], id: string) => list[rankOf(list, id)]!.score;
+          for (const c of less)
+            expect(c.score).toBeLessThanOrEqual(scoreIn(full, c.chunkId) + 1e-15);
+          // The model understood nothing: every score is the keyword evidence alone.
+          const none = fuse(keyword, semantic, cosine, { ...query, coverage: 0 }, o);
+          const bm25Of = new Map(keyword.map((k) => [k.chunkId, k.score]));
+          for (const c of none) {
+            expect(c.score).toBe(keywordEvidence(bm25Of.get(c.chunkId) ?? 0, query.keywordMax, o));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('with zero dense weight keeps the BM25 order exactly; without keyword evidence, the cosine order', () => {
+    // Exactly: where K has resolution, i.e. (r / half)^p well below 2^52 (r ≤ 1 here).
+    fc.assert(
+      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+        const keywordOnly = fuse(keyword, [], new Map(), query, { ...o, denseWeight: 0 });
         expect(keywordOnly.map((c) => c.chunkId)).toEqual(
           [...keyword].sort(byScore).map((c) => c.chunkId),
         );
-        const semanticOnly = fuse([], semantic, cosine, { ...o, denseWeight: 1 });
+        const semanticOnly = fuse(
+          [],
+          semantic,
+          cosine,
+          { ...query, coverage: 1 },
+          {
+            ...o,
+            denseWeight: 1,
+          },
+        );
         expect(semanticOnly).toEqual(
           semantic.map((s) => ({ chunkId: s.chunkId, score: Math.max(0, s.score) })).sort(byScore),
         );
@@ -175,52 +222,124 @@ describe('fuse', () => {
     );
   });
 
-  it('a strong keyword match leaves dense no room; a weak one lets cosine rank (examples)', () => {
+  it('keeps an exact identifier match first; lets the cosine rank a paraphrase (examples)', () => {
     const cosine = new Map([
-      ['exact', 0.3],
-      ['common-word', 0.2],
-      ['meaning', 0.75],
+      ['exact', 0.2],
+      ['common-word', 0.3],
+      ['meaning', 0.8],
     ]);
-    // SciFact-like: the best BM25 is 3 × bm25Half, so K* ≈ 0.996 and dense moves scores by ≤ 0.004.
-    const strong = fuse(
-      [
-        { chunkId: 'exact', score: 48 },
-        { chunkId: 'common-word', score: 20 },
-      ],
-      [{ chunkId: 'meaning', score: 0.75 }],
+    // `BZ_NO_STDIO`: one rare identifier (idf ≈ 6, so the query can score at most 13.2) matched in
+    // full scores a BM25 of 9; the model knows none of it (coverage 0.1). The fusion before (an
+    // absolute half of 16) gave this K ≈ 0.13 and the unrelated passage 0.9 × 0.87 × 0.8 ≈ 0.63.
+    const identifier = fuse(
+      [{ chunkId: 'exact', score: 9 }],
+      [{ chunkId: 'meaning', score: 0.8 }],
       cosine,
+      { keywordMax: 13.2, coverage: 0.1 },
     );
-    expect(strong.map((c) => c.chunkId)).toEqual(['exact', 'common-word', 'meaning']);
-    expect(strong[2]!.score).toBeLessThan(0.01);
-    // Paraphrase-like: only a common word matched (BM25 3, K ≈ 0.0002): the cosine decides.
-    const weak = fuse(
-      [{ chunkId: 'common-word', score: 3 }],
+    expect(identifier.map((c) => c.chunkId)).toEqual(['exact', 'meaning']);
+    expect(identifier[0]!.score).toBeGreaterThan(0.9);
+    // Even with a model that knows every word, a full match of the query leaves dense no room.
+    const understood = fuse(
+      [{ chunkId: 'exact', score: 9 }],
+      [{ chunkId: 'meaning', score: 0.8 }],
+      cosine,
+      { keywordMax: 13.2, coverage: 1 },
+    );
+    expect(understood.map((c) => c.chunkId)).toEqual(['exact', 'meaning']);
+    // A paraphrase: six informative words (max 80), one common one matched (BM25 4, r = 0.05).
+    const paraphrase = fuse(
+      [{ chunkId: 'common-word', score: 4 }],
       [
-        { chunkId: 'meaning', score: 0.75 },
-        { chunkId: 'common-word', score: 0.2 },
+        { chunkId: 'meaning', score: 0.8 },
+        { chunkId: 'common-word', score: 0.3 },
       ],
       cosine,
+      { keywordMax: 80, coverage: 0.95 },
     );
-    expect(weak.map((c) => c.chunkId)).toEqual(['meaning', 'common-word']);
-    expect(weak[0]!.score).toBeCloseTo(0.9 * 0.75, 2);
-    // A tiny collection where BM25's IDF collapses: the matches still score above 0 without a vector.
-    const collapsed = fuse([{ chunkId: 'stale', score: 1e-6 }], [], new Map());
-    expect(collapsed[0]!.score).toBeGreaterThan(0);
+    expect(paraphrase.map((c) => c.chunkId)).toEqual(['meaning', 'common-word']);
+    expect(paraphrase[0]!.score).toBeCloseTo(0.9 * 0.95 * 0.8, 1);
+    // A tiny collection where every idf collapses to ~0: even a full match says nothing (T ≈ 0),
+    // the cosine ranks, and a match without a vector still scores above 0.
+    const collapsed = fuse(
+      [{ chunkId: 'exact', score: 2e-6 }],
+      [{ chunkId: 'meaning', score: 0.8 }],
+      cosine,
+      { keywordMax: 4.4e-6, coverage: 1 },
+    );
+    expect(collapsed.map((c) => c.chunkId)).toEqual(['meaning', 'exact']);
+    const stale = fuse([{ chunkId: 'stale', score: 1e-6 }], [], new Map(), {
+      keywordMax: 2.2e-6,
+      coverage: 1,
+    });
+    expect(stale[0]!.score).toBeGreaterThan(0);
     // The bound holds at the extremes: full dense weight, a cosine of 1, a BM25 beyond resolution.
     const w1 = { ...DEFAULT_FUSION, denseWeight: 1 };
-    for (const score of [0, 1e-6, 16, 1e6, 1e300])
-      expect(fuse([{ chunkId: 'x', score }], [], new Map([['x', 1]]), w1)[0]!.score).toBeLessThan(
-        1,
+    for (const score of [0, 1e-6, 16, 1e6, 1e300]) {
+      const fused = fuse(
+        [{ chunkId: 'x', score }],
+        [],
+        new Map([['x', 1]]),
+        {
+          keywordMax: 20,
+          coverage: 1,
+        },
+        w1,
       );
+      expect(fused[0]!.score).toBeLessThan(1);
+    }
   });
 
   it('keeps the documented defaults and the keyword-mode score', () => {
-    expect(DEFAULT_FUSION).toEqual({ bm25Half: 16, bm25Steepness: 5, denseWeight: 0.9 });
+    expect(DEFAULT_FUSION).toEqual({
+      keywordHalf: 0.2,
+      steepness: 3,
+      denseWeight: 0.9,
+      trustScale: 4,
+    });
     expect(keywordScore(16)).toBeCloseTo(0.55, 10);
     expect(keywordScore(0)).toBe(0.1);
     expect(keywordScore(1e300)).toBeLessThan(1);
   });
+});
 
+describe('keywordEvidence', () => {
+  it("depends on the share of the query's largest attainable BM25, not on its scale", () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0.001, max: 1, noNaN: true }),
+        fc.double({ min: 200, max: 1000, noNaN: true }),
+        fc.double({ min: 200, max: 1000, noNaN: true }),
+        (r, a, b) => {
+          // Beyond ~40 trust scales T is 1 to double precision.
+          expect(keywordEvidence(r * a, a)).toBeCloseTo(keywordEvidence(r * b, b), 12);
+        },
+      ),
+    );
+    const { keywordHalf, trustScale } = DEFAULT_FUSION;
+    expect(keywordEvidence(keywordHalf * 1000, 1000)).toBeCloseTo(0.5, 12);
+    // A weak query (every word common): the same share counts for less.
+    expect(keywordEvidence(0.5, 1)).toBeCloseTo(
+      (1 - Math.exp(-1 / trustScale)) * keywordEvidence(500, 1000),
+      12,
+    );
+    expect(keywordEvidence(0, 10)).toBe(0);
+    expect(keywordEvidence(5, 0)).toBe(0);
+  });
+
+  it('is monotonic in BM25 and in [0, 1)', () => {
+    fc.assert(
+      fc.property(bm25, bm25, bm25, options, (a, b, max, o) => {
+        const [lo, hi] = a < b ? [a, b] : [b, a];
+        expect(keywordEvidence(lo, max, o)).toBeLessThanOrEqual(keywordEvidence(hi, max, o));
+        expect(keywordEvidence(hi, max, o)).toBeLessThan(1);
+        expect(keywordEvidence(lo, max, o)).toBeGreaterThanOrEqual(0);
+      }),
+    );
+  });
+});
+
+describe('calibrateBm25', () => {
   it('calibrates BM25 monotonically into [0, 1), 0.5 at half, s / (s + half) at steepness 1', () => {
     fc.assert(
       fc.property(
@@ -238,6 +357,36 @@ describe('fuse', () => {
     );
     for (const p of [1, 2, 5, 8]) expect(calibrateBm25(16, 16, p)).toBe(0.5);
     expect(calibrateBm25(48, 16)).toBe(48 / 64);
+  });
+});
+
+describe('maxBm25', () => {
+  it('bounds the BM25 of every chunk for the query words (FTS5 formula)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            idf: fc.double({ min: 1e-6, max: 15, noNaN: true }),
+            f: fc.double({ min: 0, max: 1000, noNaN: true }),
+          }),
+          { maxLength: 12 },
+        ),
+        fc.double({ min: 1, max: 5000, noNaN: true }),
+        fc.double({ min: 1, max: 5000, noNaN: true }),
+        (terms, length, average) => {
+          const score = terms.reduce(
+            (sum, { idf, f }) =>
+              sum + (idf * f * (K1 + 1)) / (f + K1 * (1 - B + (B * length) / average)),
+            0,
+          );
+          expect(score).toBeLessThanOrEqual(maxBm25(terms.map((t) => t.idf)));
+        },
+      ),
+    );
+    expect(maxBm25([])).toBe(0);
+    expect(maxBm25([2, 3])).toBeCloseTo(5 * (K1 + 1), 12);
+    // A word in no chunk counts with the idf of a word in none.
+    expect(idf(1000, 0)).toBeCloseTo(Math.log(1000.5 / 0.5), 12);
   });
 });
 

@@ -11,7 +11,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../../config.js';
-import { EmbeddingError, type EmbeddingProvider } from './provider.js';
+import { EmbeddingError, type EmbeddingProvider, type QueryEmbedding } from './provider.js';
 
 export type OpenAIEmbeddingConfig = Pick<
   Config['embedding'],
@@ -89,6 +89,11 @@ export class OpenAIEmbeddingProvider implements EmbeddingProvider {
       );
     }
     return vectors;
+  }
+
+  /** Subword models read any text: coverage 1. */
+  async embedSearchQuery(text: string, signal?: AbortSignal): Promise<QueryEmbedding> {
+    return { vector: await this.embedQuery(text, signal), coverage: 1 };
   }
 
   async embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array> {

@@ -14,7 +14,23 @@ export interface EmbeddingProvider {
   embedDocuments(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]>;
   /** A unit-length vector for a search query. */
   embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array>;
+  /**
+   * A search query's vector and how much of the query the model understood (`coverage`), which
+   * hybrid retrieval weighs the cosine by (fusion.ts).
+   */
+  embedSearchQuery(text: string, signal?: AbortSignal): Promise<QueryEmbedding>;
   close(): Promise<void>;
+}
+
+/** A query's vector with the share of it the model understood. */
+export interface QueryEmbedding {
+  vector: Float32Array;
+  /**
+   * 0..1: the share of the query's words the model has vectors for, each weighted by how
+   * informative it is (static model: its SIF weight; an unknown word, such as an identifier,
+   * weighs 1). Subword models (openai, transformers) read any text: 1.
+   */
+  coverage: number;
 }
 
 /** Thrown when embedding fails for a reason the operator must fix (unreachable API, no model…). */

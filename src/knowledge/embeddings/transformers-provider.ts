@@ -21,7 +21,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
-import { EmbeddingError, type EmbeddingProvider } from './provider.js';
+import { EmbeddingError, type EmbeddingProvider, type QueryEmbedding } from './provider.js';
 
 export type TransformersEmbeddingConfig = Pick<
   Config['embedding'],
@@ -134,6 +134,11 @@ export class TransformersEmbeddingProvider implements EmbeddingProvider {
       vectors.push(...(await this.#run(worker, texts.slice(start, start + size), signal)));
     }
     return vectors;
+  }
+
+  /** Subword models read any text: coverage 1. */
+  async embedSearchQuery(text: string, signal?: AbortSignal): Promise<QueryEmbedding> {
+    return { vector: await this.embedQuery(text, signal), coverage: 1 };
   }
 
   async embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array> {

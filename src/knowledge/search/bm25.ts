@@ -23,3 +23,17 @@ export function idf(rows: number, matching: number): number {
   const raw = Math.log((rows - matching + 0.5) / (matching + 0.5));
   return raw > 0 ? raw : 1e-6;
 }
+
+/**
+ * The BM25 no chunk can reach for a query whose words have these idfs: a word's part,
+ * idf · f·(k1 + 1) / (f + k1·(…)), grows with its count f towards idf · (k1 + 1) (BM25's
+ * saturation). A query word found in no chunk counts with the idf of a word in none
+ * (`idf(rows, 0)`): it is part of what the query asks for. The fusion measures keyword evidence
+ * against this, so that one rare identifier matched in full counts as much as a long question
+ * matched in full.
+ */
+export function maxBm25(idfs: Iterable<number>): number {
+  let max = 0;
+  for (const x of idfs) max += x * (K1 + 1);
+  return max;
+}

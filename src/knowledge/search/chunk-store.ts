@@ -144,6 +144,11 @@ export interface Evidence {
   semantic: Candidate[];
   /** Cosine similarity of every candidate (keyword or semantic) that has a vector of the model. */
   cosine: Map<string, number>;
+  /**
+   * The largest BM25 any chunk could score for this query (bm25.ts maxBm25 over the idfs of its
+   * words in the whole index; 0 without query text): what keyword evidence is measured against.
+   */
+  keywordMax: number;
 }
 
 /** Ranks the evidence into the final, ordered, cut list: pure and synchronous. */

@@ -3,7 +3,7 @@
  * the worker thread, importable anywhere (tests, scripts) without one.
  */
 import type { StaticModel } from './format.js';
-import { resolveToken, tokenize } from './tokenize.js';
+import { normalizeText, resolveToken, tokenize } from './tokenize.js';
 
 /**
  * SIF-weighted average of the known words' vectors, minus its projection on the model's first
@@ -69,6 +69,44 @@ function resolveUnknown(model: StaticModel, token: string): readonly number[] {
     memo.set(token, resolved);
   }
   return resolved;
+}
+
+/**
+ * Identifier-like runs joined by underscores ("bz_no_stdio", "busy_timeout"): one word to the
+ * user, and one the model has no vector for, whatever vectors it has for the parts it embeds.
+ */
+const IDENTIFIER = /[\p{L}\p{N}][\p{L}\p{M}\p{N}]*(?:_+[\p{L}\p{M}\p{N}]+)+/gu;
+
+/**
+ * How much of a query the model understood, 0..1: Σ weight of the known words / Σ weight of all,
+ * a known word weighing its SIF weight (so "the", "is" count little and rare words about 1), an
+ * unknown one (an identifier, a code, a number, a misspelling) 1; single characters are left
+ * out. 0 for a text without words. Pure.
+ */
+export function queryCoverage(model: StaticModel, text: string): number {
+  let known = 0;
+  let unknown = 0;
+  const rest = normalizeText(text).replace(IDENTIFIER, (identifier) => {
+    const i = model.index.get(identifier);
+    if (i === undefined) unknown++;
+    else known += model.weights[i] ?? 0;
+    return ' ';
+  });
+  for (const token of tokenize(rest)) {
+    // A single letter or digit ("-t", "a", "2") means nothing alone, known or not.
+    if (token.length === 1) continue;
+    const direct = model.index.get(token);
+    const ids = direct === undefined ? resolveUnknown(model, token) : [direct];
+    if (ids.length === 0) {
+      unknown++;
+      continue;
+    }
+    let weight = 0;
+    for (const i of ids) weight += model.weights[i] ?? 0;
+    known += weight / ids.length;
+  }
+  const total = known + unknown;
+  return total > 0 ? known / total : 0;
 }
 
 /** Tokenises and embeds one text. */

@@ -3,7 +3,8 @@
 export type ToWorker =
   /** `cacheDirs`: where the cache may be, in order of preference (see openStaticCacheIn). */
   | { type: 'init'; cacheDirs: string[]; sourcePath: string; vocabSize?: number }
-  | { type: 'embed'; id: number; texts: string[] }
+  /** `coverage`: also answer each text's queryCoverage (search queries). */
+  | { type: 'embed'; id: number; texts: string[]; coverage?: boolean }
   /** Test hook: throw an uncaught error in the worker, as a bug would. */
   | { type: 'crash' };
 
@@ -26,5 +27,5 @@ export type FromWorker =
   /** The cache is missing: the worker builds it now (seconds). */
   | { type: 'building'; cacheFile: string }
   /** One transferred buffer per text, each holding `dims` float32 values. */
-  | { type: 'result'; id: number; vectors: ArrayBuffer[] }
+  | { type: 'result'; id: number; vectors: ArrayBuffer[]; coverage?: number[] }
   | { type: 'failed'; id: number; message: string };

@@ -5,7 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import type { Worker } from 'node:worker_threads';
-import { EmbeddingError, type EmbeddingProvider } from '../provider.js';
+import { EmbeddingError, type EmbeddingProvider, type QueryEmbedding } from '../provider.js';
 import { MODEL_NAME } from './cache.js';
 import type { FromWorker, ToWorker, WorkerInfo } from './protocol.js';
 import { SliceQueue, type Slice } from './slice-queue.js';
@@ -40,9 +40,11 @@ const SLICE_CHARS = 256 * 1024;
 
 interface Job {
   results: Float32Array[];
+  /** queryCoverage of each text, when the worker was asked for it (queries). */
+  coverage: number[];
   remaining: number;
   settled: boolean;
-  resolve: (vectors: Float32Array[]) => void;
+  resolve: (job: Job) => void;
   reject: (error: unknown) => void;
   detach: () => void;
 }
@@ -91,9 +93,15 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
   }
 
   async embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array> {
-    const [vector] = await this.submit([text], true, signal);
+    return (await this.embedSearchQuery(text, signal)).vector;
+  }
+
+  /** The vector and queryCoverage (embed.ts), both computed in the worker. */
+  async embedSearchQuery(text: string, signal?: AbortSignal): Promise<QueryEmbedding> {
+    const job = await this.submitJob([text], true, signal);
+    const vector = job.results[0];
     if (vector === undefined) throw new EmbeddingError('embedding worker returned no vector');
-    return vector;
+    return { vector, coverage: job.coverage[0] ?? 0 };
   }
 
   async close(): Promise<void> {
@@ -157,17 +165,26 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
     return ready;
   }
 
-  private submit(
+  private async submit(
     texts: readonly string[],
     query: boolean,
     signal: AbortSignal | undefined,
   ): Promise<Float32Array[]> {
+    if (texts.length === 0 && !this.closed && signal?.aborted !== true) return [];
+    return (await this.submitJob(texts, query, signal)).results;
+  }
+
+  private submitJob(
+    texts: readonly string[],
+    query: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<Job> {
     if (this.closed) return Promise.reject(new EmbeddingError('embedding provider closed'));
     if (signal?.aborted) return Promise.reject(abortError(signal));
-    if (texts.length === 0) return Promise.resolve([]);
-    return new Promise<Float32Array[]>((resolve, reject) => {
+    return new Promise<Job>((resolve, reject) => {
       const job: Job = {
         results: new Array<Float32Array>(texts.length),
+        coverage: new Array<number>(texts.length),
         remaining: texts.length,
         settled: false,
         resolve,
@@ -237,6 +254,8 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
       type: 'embed',
       id,
       texts: slices.length === 1 ? (slices[0]?.texts ?? []) : slices.flatMap((s) => s.texts),
+      // Queries travel in messages of their own (slice-queue.ts): they want their coverage.
+      coverage: slices.some((s) => s.query),
     } satisfies ToWorker);
   }
 
@@ -275,6 +294,8 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
             slice.texts.forEach((_, i) => {
               const buffer = message.vectors[k + i];
               if (buffer !== undefined) job.results[slice.offset + i] = new Float32Array(buffer);
+              const coverage = message.coverage?.[k + i];
+              if (coverage !== undefined) job.coverage[slice.offset + i] = coverage;
             });
             job.remaining -= slice.texts.length;
             if (job.remaining === 0) this.settle(job, null);
@@ -326,7 +347,7 @@ export class StaticEmbeddingProvider implements EmbeddingProvider {
     job.detach();
     // An answered job has nothing left in line; a failed or aborted one may.
     if (error !== null) this.queue.drop(job);
-    if (error === null) job.resolve(job.results);
+    if (error === null) job.resolve(job);
     else job.reject(error);
   }
 }

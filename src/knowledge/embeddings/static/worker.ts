@@ -4,7 +4,7 @@
  */
 import { parentPort, threadId } from 'node:worker_threads';
 import { openStaticCacheIn, type StaticModel } from './cache.js';
-import { embedText } from './embed.js';
+import { embedText, queryCoverage } from './embed.js';
 import type { FromWorker, ToWorker } from './protocol.js';
 
 const port = parentPort;
@@ -44,7 +44,7 @@ async function init(message: Extract<ToWorker, { type: 'init' }>): Promise<void>
   }
 }
 
-function embed(id: number, texts: readonly string[]): void {
+function embed(id: number, texts: readonly string[], withCoverage: boolean): void {
   const loaded = model;
   if (loaded === null) {
     reply({ type: 'failed', id, message: 'embedding worker is not initialised' });
@@ -53,7 +53,13 @@ function embed(id: number, texts: readonly string[]): void {
   try {
     // One buffer per vector, transferred: no copy back, and callers get independent arrays.
     const vectors = texts.map((text) => embedText(loaded, text).buffer as ArrayBuffer);
-    reply({ type: 'result', id, vectors }, vectors);
+    const coverage = withCoverage ? texts.map((text) => queryCoverage(loaded, text)) : undefined;
+    reply(
+      coverage === undefined
+        ? { type: 'result', id, vectors }
+        : { type: 'result', id, vectors, coverage },
+      vectors,
+    );
   } catch (error) {
     reply({ type: 'failed', id, message: describe(error) });
   }
@@ -65,7 +71,7 @@ port.on('message', (message: ToWorker) => {
       void init(message);
       break;
     case 'embed':
-      embed(message.id, message.texts);
+      embed(message.id, message.texts, message.coverage === true);
       break;
     case 'crash':
       setImmediate(() => {

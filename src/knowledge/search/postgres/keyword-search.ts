@@ -3,7 +3,7 @@
  * statistics tables kept by keyword-rows.ts, ranked by MaxScore rounds in SQL.
  */
 import type { PoolClient } from 'pg';
-import { B, idf, K1 } from '../bm25.js';
+import { B, idf, K1, maxBm25 } from '../bm25.js';
 import { SEARCHABLE, type Candidate, type SearchFilter } from '../chunk-store.js';
 import { RANK_SCALE, RANK_WEIGHTS } from './keyword-rows.js';
 import { stemSql } from './words.js';
@@ -58,8 +58,10 @@ export class KeywordSearch {
   constructor(private readonly roundPostings = ROUND_POSTINGS) {}
 
   /**
-   * Keyword candidates of the query word groups (keywordQueryWords) ranked by BM25, with N, n and the
-   * average length over every chunk in the index (the statistics tables).
+   * Keyword candidates of the query word groups (keywordQueryWords) ranked by BM25, with N, n and
+   * the average length over every chunk in the index (the statistics tables); and `max`, the
+   * largest BM25 a chunk could score for these words (bm25.ts maxBm25: every word, also one in no
+   * chunk, with its idf), as the SQLite store computes it.
    *
    * Every chunk matching a word must be scored, but not those that cannot reach the top (MaxScore):
    * the rarest words first, then the commoner ones only while a chunk holding nothing else could
@@ -70,9 +72,7 @@ export class KeywordSearch {
     groups: string[][],
     filter: SearchFilter,
     limit: number,
-  ): Promise<Candidate[]> {
-    // As on SQLite, where the project filter compares the documents' project_id.
-    if (filter.projectId === '') return [];
+  ): Promise<{ candidates: Candidate[]; max: number }> {
     const words = groups.flat();
     const { rows } = await client.query<{ lexeme: string; df: number; n: number; tokens: number }>(
       `select l.lexeme, coalesce(t.chunks, 0)::float8 as df, s.chunks::float8 as n,
@@ -85,7 +85,10 @@ export class KeywordSearch {
       [words],
     );
     const stats = rows[0];
-    if (stats === undefined || stats.n === 0) return [];
+    if (stats === undefined || stats.n === 0) return { candidates: [], max: 0 };
+    const max = maxBm25(rows.map((r) => idf(stats.n, r.df)));
+    // As on SQLite, where the project filter compares the documents' project_id.
+    if (filter.projectId === '') return { candidates: [], max };
     // One term per distinct group; a group of several words counts once per word, as FTS5
     // phrases do (`run running` counts the lexeme `run` twice).
     const byKey = new Map<string, Bm25Term>();
@@ -116,7 +119,7 @@ export class KeywordSearch {
       });
     }
     const terms = [...byKey.values()];
-    if (terms.length === 0) return [];
+    if (terms.length === 0) return { candidates: [], max };
     const avgdl = stats.tokens / stats.n;
     const fast = await this.bm25TopK(client, terms, avgdl, filter, limit + 32, false);
     // The status of the documents is checked on the ranked rows: unsearchable chunks (of failed
@@ -126,8 +129,10 @@ export class KeywordSearch {
       fast.map((c) => c.chunkId),
     );
     const kept = fast.filter((c) => searchable.has(c.chunkId));
-    if (kept.length >= limit || fast.length < limit + 32) return kept.slice(0, limit);
-    return this.bm25TopK(client, terms, avgdl, filter, limit, true);
+    if (kept.length >= limit || fast.length < limit + 32) {
+      return { candidates: kept.slice(0, limit), max };
+    }
+    return { candidates: await this.bm25TopK(client, terms, avgdl, filter, limit, true), max };
   }
 
   /** The `fetch` best-scoring chunks (ties in index order), by MaxScore rounds. */

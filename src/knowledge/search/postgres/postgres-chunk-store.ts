@@ -278,9 +278,12 @@ export class PostgresChunkStore implements ChunkStore {
     }
     return this.transaction(begin, async (client) => {
       const filter = await this.scope(client, request.filter);
+      // No document matches the filter: nothing to rank.
       if (filter.documentIds?.length === 0) return [];
-      const keyword =
-        words.length === 0 ? [] : await this.keyword.search(client, words, filter, limit);
+      const { candidates: keyword, max: keywordMax } =
+        words.length === 0
+          ? { candidates: [], max: 0 }
+          : await this.keyword.search(client, words, filter, limit);
       const table =
         vector === null ? null : await this.vectors.table(client, model, vector.length, false);
       const semantic =
@@ -296,7 +299,7 @@ export class PostgresChunkStore implements ChunkStore {
               vector,
               keyword.map((k) => k.chunkId),
             );
-      const top = rankEvidence({ keyword, semantic, cosine }, rank);
+      const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
       return inRankOrder(
         top,
         await this.hits(

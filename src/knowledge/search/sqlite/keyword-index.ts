@@ -10,7 +10,7 @@
  * The FTS5 table stays the source of truth; the chunk store loads this index from it and keeps
  * it in step (like the vector index).
  */
-import { B, COLUMN_WEIGHTS, idf as idfOf, K1 } from '../bm25.js';
+import { B, COLUMN_WEIGHTS, idf as idfOf, K1, maxBm25 } from '../bm25.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
 import { TopK } from './top-k.js';
 
@@ -267,6 +267,27 @@ export class KeywordIndex {
       if (list === undefined) this.rowsOfDocument.set(document, (list = []));
       list.push(r);
     }
+  }
+
+  /** Live rows holding the lexeme (FTS5's n(t)); 0 for -1 or an unknown id. */
+  private matching(id: number): number {
+    if (id < 0 || id >= this.postingRows.length) return 0;
+    const rows = this.postingRows[id] as Int32Array;
+    const length = this.postingLengths[id] as number;
+    let hits = 0;
+    for (let i = 0; i < length; i++) hits += this.alive[rows[i] as number] as number;
+    return hits;
+  }
+
+  /**
+   * The largest BM25 a row could score for the query's lexemes (one per query word, -1 for a
+   * lexeme no text had; a word FTS5 splits gives several), from their idfs over the whole index
+   * as the scores use them (bm25.ts maxBm25); 0 on an empty index. Counting each lexeme of a
+   * split word on its own is what PostgreSQL does with the same word.
+   */
+  maxScore(lexemes: readonly number[]): number {
+    const n = this.size;
+    return n === 0 ? 0 : maxBm25(lexemes.map((id) => idfOf(n, this.matching(id))));
   }
 
   /**

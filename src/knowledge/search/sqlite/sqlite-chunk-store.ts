@@ -106,6 +106,7 @@ export class SqliteChunkStore implements ChunkStore {
         const filter = this.scope(request.filter);
         const empty = filter.documents?.size === 0;
         const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
+        const keywordMax = text === null ? 0 : this.keywordMax(text);
         const semantic =
           vector === null || empty ? [] : this.vectorSearch(vector, model, filter, limit);
         const cosine =
@@ -116,7 +117,7 @@ export class SqliteChunkStore implements ChunkStore {
                 model,
                 keyword.map((k) => k.chunkId),
               );
-        const top = rankEvidence({ keyword, semantic, cosine }, rank);
+        const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
         return inRankOrder(top, this.hits(top.map((c) => c.chunkId)));
       })
       .deferred();
@@ -180,6 +181,16 @@ export class SqliteChunkStore implements ChunkStore {
        where knowledge_chunks_fts match ? and ${SEARCHABLE} and ${CURRENT}${scope}
        order by ${FTS5_BM25} limit ?`,
     ).all(...params) as Candidate[];
+  }
+
+  /** The query's largest attainable BM25 (Evidence.keywordMax), from the in-process index. */
+  private keywordMax(query: string): number {
+    const words = queryWordGroups(query).flat();
+    if (words.length === 0) return 0;
+    const lexemes = sharedLexer()
+      .tokenize(words)
+      .flatMap((p) => Array.from(p));
+    return this.indexes.keywordIndex().maxScore(lexemes);
   }
 
   /**
