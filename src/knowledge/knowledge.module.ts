@@ -12,6 +12,7 @@ import { converterStatus, loadCommands, type ConverterCommand } from './converti
 import { createPooledConverter, type PooledConverter } from './converting/pooled.js';
 import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
+import { DocumentMarkdownService } from './markdown.service.js';
 import { KnowledgeEvents } from './events.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
@@ -36,6 +37,8 @@ export interface KnowledgeModule {
   documents: DocumentsService;
   indexing: IndexingService;
   retrieval: RetrievalService;
+  /** A document's converted markdown, whole or a page or chunk range (the markdown route). */
+  markdown: DocumentMarkdownService;
   /** One-step, batch, text and URL ingest. */
   ingest: IngestService;
   /** Document events for live views (the events route). */
@@ -172,6 +175,7 @@ export async function createKnowledgeModule(
     documents,
     indexing,
     retrieval,
+    markdown: new DocumentMarkdownService(documents, storage),
     ingest,
     events,
     eventStreams: {
