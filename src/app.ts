@@ -111,7 +111,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         tokenRateLimitPerMinute: ctx.config.authTokenRateLimitPerMinute,
       });
       await api.register(knowledgeRoutes, { knowledge: ctx.knowledge });
-      await api.register(mcpRoutes, { prefix: ctx.config.apiPrefix });
+      await api.register(mcpRoutes, { apiPrefix: ctx.config.apiPrefix });
     },
     { prefix: ctx.config.apiPrefix },
   );

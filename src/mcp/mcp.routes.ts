@@ -16,9 +16,9 @@ import { createMcpServer } from './server.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
-export const mcpRoutes: FastifyPluginAsyncTypebox<{ prefix: string; addWaitMs?: number }> = async (
+export const mcpRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string; addWaitMs?: number }> = async (
   app,
-  { prefix, addWaitMs },
+  { apiPrefix, addWaitMs },
 ) => {
   app.post(
     '/mcp',
@@ -40,7 +40,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ prefix: string; addWaitMs?: 
     },
     async (request, reply) => {
       const api = new KnowledgeApi(
-        injectTransport(app, `${prefix}/knowledge`, forwardedHeaders(request)),
+        injectTransport(app, `${apiPrefix}/knowledge`, forwardedHeaders(request)),
       );
       const server = createMcpServer(api, {
         version,
