@@ -48,11 +48,12 @@ describe('MCP over HTTP: credentials and methods', () => {
   }
 
   it('answers 401 with the catalogue body without a key or with a wrong one', async () => {
-    for (const headers of [
+    const attempts: Record<string, string>[] = [
       {},
       { authorization: 'Bearer aps_not-a-key' },
       { 'x-api-key': 'nope' },
-    ]) {
+    ];
+    for (const headers of attempts) {
       const res = await post(headers);
       expect(res.status).toBe(401);
       expect(await res.json()).toMatchObject({ statusCode: 401, code: 'AUTH_UNAUTHORIZED' });
