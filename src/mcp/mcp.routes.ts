@@ -35,7 +35,11 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string; addWaitMs
           { additionalProperties: false },
         ),
         body: Type.Unknown({ description: 'A JSON-RPC request, notification or batch.' }),
-        response: errorResponses(...AUTHENTICATED_ERRORS, 406, 415),
+        response: {
+          200: Type.Unknown({ description: 'The JSON-RPC response(s), `application/json`.' }),
+          202: Type.Null({ description: 'Accepted: the body held only notifications.' }),
+          ...errorResponses(...AUTHENTICATED_ERRORS, 406, 415),
+        },
       },
     },
     async (request, reply) => {

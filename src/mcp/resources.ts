@@ -36,6 +36,8 @@ export function registerResources(
           resources: list.items.map((d) => ({
             uri: documentUri(d.id),
             name: d.name,
+            // The template's title would otherwise label every document alike.
+            title: d.name,
             mimeType: 'text/markdown',
             description: `${d.fileType} document${d.projectId === null ? '' : ` of project ${d.projectId}`}, updated ${d.updatedAt}`,
             _meta: { projectId: d.projectId },

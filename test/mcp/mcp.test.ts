@@ -169,6 +169,7 @@ describe.each<TransportKind>(['http', 'stdio'])('MCP over %s', (kind) => {
     const uri = `knowledge://documents/${ids['garden.md']}`;
     expect(resources.find((r) => r.uri === uri)).toMatchObject({
       name: 'garden.md',
+      title: 'garden.md',
       mimeType: 'text/markdown',
     });
     const read = await client.readResource({ uri });
