@@ -48,6 +48,78 @@ const hitSchema = z.looseObject({
   documentMetadata: z.record(z.string(), z.unknown()),
 });
 
+// Built once: zod schemas are costly to construct, and the HTTP transport builds a server per request.
+const SEARCH_INPUT = z.object({
+  query: z
+    .string()
+    .min(1)
+    .max(4000)
+    .describe('A question, a paraphrase or exact terms (names, identifiers, codes).'),
+  topK: z.number().int().min(1).max(100).optional().describe('Passages to return (6).'),
+  mode: z
+    .enum(['hybrid', 'semantic', 'keyword'])
+    .optional()
+    .describe('hybrid (default): meaning and words; keyword: exact terms; semantic: meaning.'),
+  minScore: z.number().min(-1).max(1).optional().describe('Drop passages scoring below it.'),
+  projectId: projectId.optional().describe('Only documents of this project.'),
+  documentId: id.optional().describe('Only this document.'),
+  filter: filter.optional(),
+  maxChars: z
+    .number()
+    .int()
+    .min(500)
+    .max(100_000)
+    .optional()
+    .describe(`Character budget of the text answer (${SEARCH_MAX_CHARS}).`),
+});
+
+const SEARCH_OUTPUT = z.object({
+  query: z.string(),
+  topK: z.number().int(),
+  mode: z.string(),
+  items: z.array(hitSchema),
+});
+
+const LIST_DOCUMENTS_INPUT = z.object({
+  projectId: projectId.optional().describe('Only documents of this project.'),
+  status: z.enum(['uploaded', 'indexing', 'indexed', 'failed']).optional(),
+  q: z.string().min(1).max(200).optional().describe('Words of the document name.'),
+  filter: filter.optional(),
+  cursor: z.string().min(1).optional().describe('nextCursor of the previous page.'),
+  limit: z.number().int().min(1).max(1000).optional().describe('Documents per page (100).'),
+});
+
+const GET_DOCUMENT_INPUT = z.object({ id: id.describe('The document id.') });
+
+const READ_DOCUMENT_INPUT = z.object({
+  id: id.describe('The document id.'),
+  fromPage: z.number().int().min(1).optional().describe('First page (paged documents).'),
+  toPage: z.number().int().min(1).optional().describe('Last page, inclusive.'),
+  fromChunk: z.number().int().min(0).optional().describe('First chunk (a hit’s chunk).'),
+  toChunk: z.number().int().min(0).optional().describe('Last chunk, inclusive.'),
+  maxChars: z
+    .number()
+    .int()
+    .min(200)
+    .max(200_000)
+    .optional()
+    .describe(`Character budget (${READ_MAX_CHARS}).`),
+});
+
+const ADD_TEXT_INPUT = z.object({
+  name: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe('Document name; ending in .md means markdown (headings become sections).'),
+  text: z.string().min(1).describe('The content.'),
+  projectId: projectId.optional().describe('Project to file it under.'),
+  metadata: z
+    .record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]))
+    .optional()
+    .describe('Free-form metadata: string, number, boolean or string-array values.'),
+});
+
 function text(value: string): CallToolResult['content'] {
   return [{ type: 'text', text: value }];
 }
@@ -76,37 +148,8 @@ export function registerTools(server: McpServer, api: KnowledgeApi, options: Too
       title: 'Search the knowledge base',
       description:
         'Search the indexed documents for passages that answer a question or mention a term; use it first whenever the answer may be in the knowledge base. Answers numbered passages with document, page(s), section and score to cite as [n].',
-      inputSchema: {
-        query: z
-          .string()
-          .min(1)
-          .max(4000)
-          .describe('A question, a paraphrase or exact terms (names, identifiers, codes).'),
-        topK: z.number().int().min(1).max(100).optional().describe('Passages to return (6).'),
-        mode: z
-          .enum(['hybrid', 'semantic', 'keyword'])
-          .optional()
-          .describe(
-            'hybrid (default): meaning and words; keyword: exact terms; semantic: meaning.',
-          ),
-        minScore: z.number().min(-1).max(1).optional().describe('Drop passages scoring below it.'),
-        projectId: projectId.optional().describe('Only documents of this project.'),
-        documentId: id.optional().describe('Only this document.'),
-        filter: filter.optional(),
-        maxChars: z
-          .number()
-          .int()
-          .min(500)
-          .max(100_000)
-          .optional()
-          .describe(`Character budget of the text answer (${SEARCH_MAX_CHARS}).`),
-      },
-      outputSchema: {
-        query: z.string(),
-        topK: z.number().int(),
-        mode: z.string(),
-        items: z.array(hitSchema),
-      },
+      inputSchema: SEARCH_INPUT,
+      outputSchema: SEARCH_OUTPUT,
       annotations: READ_ONLY,
     },
     ({ maxChars, ...request }) =>
@@ -127,14 +170,7 @@ export function registerTools(server: McpServer, api: KnowledgeApi, options: Too
       title: 'List documents',
       description:
         'List the documents of the knowledge base, newest first, to see what it holds or to find a document id; use search_knowledge to find passages.',
-      inputSchema: {
-        projectId: projectId.optional().describe('Only documents of this project.'),
-        status: z.enum(['uploaded', 'indexing', 'indexed', 'failed']).optional(),
-        q: z.string().min(1).max(200).optional().describe('Words of the document name.'),
-        filter: filter.optional(),
-        cursor: z.string().min(1).optional().describe('nextCursor of the previous page.'),
-        limit: z.number().int().min(1).max(1000).optional().describe('Documents per page (100).'),
-      },
+      inputSchema: LIST_DOCUMENTS_INPUT,
       annotations: READ_ONLY,
     },
     (query) =>
@@ -185,7 +221,7 @@ export function registerTools(server: McpServer, api: KnowledgeApi, options: Too
       title: 'Get a document',
       description:
         'The record of one document: name, status, indexing progress or error, metadata, pages. Use it to check whether a document is indexed yet.',
-      inputSchema: { id: id.describe('The document id.') },
+      inputSchema: GET_DOCUMENT_INPUT,
       annotations: READ_ONLY,
     },
     ({ id: documentId }) =>
@@ -201,20 +237,7 @@ export function registerTools(server: McpServer, api: KnowledgeApi, options: Too
       title: 'Read a document',
       description:
         'The converted markdown of a document, whole or a page range or chunk range, to read around a search hit (use its documentId and page or chunk). Give pages or chunks, not both.',
-      inputSchema: {
-        id: id.describe('The document id.'),
-        fromPage: z.number().int().min(1).optional().describe('First page (paged documents).'),
-        toPage: z.number().int().min(1).optional().describe('Last page, inclusive.'),
-        fromChunk: z.number().int().min(0).optional().describe('First chunk (a hit’s chunk).'),
-        toChunk: z.number().int().min(0).optional().describe('Last chunk, inclusive.'),
-        maxChars: z
-          .number()
-          .int()
-          .min(200)
-          .max(200_000)
-          .optional()
-          .describe(`Character budget (${READ_MAX_CHARS}).`),
-      },
+      inputSchema: READ_DOCUMENT_INPUT,
       annotations: READ_ONLY,
     },
     ({ id: documentId, maxChars, ...range }) =>
@@ -245,19 +268,7 @@ export function registerTools(server: McpServer, api: KnowledgeApi, options: Too
       title: 'Add a text document',
       description:
         'Add text or markdown (notes, findings, a fetched page) to the knowledge base and index it so search_knowledge finds it; answers once it is searchable. Adding the same text to the same project again returns the existing document.',
-      inputSchema: {
-        name: z
-          .string()
-          .min(1)
-          .max(200)
-          .describe('Document name; ending in .md means markdown (headings become sections).'),
-        text: z.string().min(1).describe('The content.'),
-        projectId: projectId.optional().describe('Project to file it under.'),
-        metadata: z
-          .record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]))
-          .optional()
-          .describe('Free-form metadata: string, number, boolean or string-array values.'),
-      },
+      inputSchema: ADD_TEXT_INPUT,
       annotations: {
         readOnlyHint: false,
         destructiveHint: false,
