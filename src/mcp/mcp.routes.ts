@@ -16,10 +16,10 @@ import { createMcpServer } from './server.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
-export const mcpRoutes: FastifyPluginAsyncTypebox<{ apiPrefix: string; addWaitMs?: number }> = async (
-  app,
-  { apiPrefix, addWaitMs },
-) => {
+export const mcpRoutes: FastifyPluginAsyncTypebox<{
+  apiPrefix: string;
+  addWaitMs?: number;
+}> = async (app, { apiPrefix, addWaitMs }) => {
   app.post(
     '/mcp',
     {
