@@ -13,6 +13,7 @@ import type { AppContext } from './context.js';
 import { AppError } from './errors.js';
 import { healthRoutes } from './health/health.routes.js';
 import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
+import { mcpRoutes } from './mcp/mcp.routes.js';
 import { handleClientError, handleFrameworkError } from './http/client-errors.js';
 import { guardConnections, serverOptions } from './http/connections.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
@@ -110,6 +111,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         tokenRateLimitPerMinute: ctx.config.authTokenRateLimitPerMinute,
       });
       await api.register(knowledgeRoutes, { knowledge: ctx.knowledge });
+      await api.register(mcpRoutes, { apiPrefix: ctx.config.apiPrefix });
     },
     { prefix: ctx.config.apiPrefix },
   );

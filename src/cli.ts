@@ -4,7 +4,7 @@
  * progress bar go to stderr; stdout carries only the results (tables, or JSON with --json).
  */
 import { createRequire } from 'node:module';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { isAgentLevel } from './auth/levels.js';
 import { ConfigError } from './config.js';
 import { openDatabase } from './db/database.js';
@@ -99,6 +99,38 @@ program
   });
 
 registerReindex(program, session);
+
+program
+  .command('mcp')
+  .description(
+    "Serve the knowledge base to an agent host over MCP (stdio), through a running server's HTTP API",
+  )
+  .addOption(
+    new Option('--url <url>', "the server's base URL")
+      .env('APS_URL')
+      .default('http://127.0.0.1:4000'),
+  )
+  .addOption(new Option('--api-key <key>', 'an API key of level L0').env('APS_API_KEY'))
+  .addOption(
+    new Option('--prefix <prefix>', "the server's API_PREFIX")
+      .env('APS_API_PREFIX')
+      .default('/api/v1'),
+  )
+  .addOption(
+    new Option('--project <id>', "list only this project's documents as resources").env(
+      'APS_PROJECT_ID',
+    ),
+  )
+  .action(async (opts: { url: string; apiKey?: string; prefix: string; project?: string }) => {
+    // Never through the session: this command opens no database and prints nothing on stdout.
+    const { runStdio } = await import('./mcp/stdio.js');
+    await runStdio({
+      url: opts.url,
+      prefix: opts.prefix,
+      apiKey: opts.apiKey,
+      projectId: opts.project,
+    });
+  });
 
 const keys = program.command('keys').description('Manage API keys');
 

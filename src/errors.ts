@@ -44,6 +44,10 @@ export const ERROR_CATALOGUE = {
     message: 'The instance is starting and not ready to serve requests yet; retry shortly.',
   },
   KNOWLEDGE_DOCUMENT_NOT_FOUND: { status: 404, message: 'Knowledge document not found.' },
+  KNOWLEDGE_DOCUMENT_NOT_INDEXED: {
+    status: 409,
+    message: 'The document has no converted markdown yet: index it first.',
+  },
   KNOWLEDGE_DOCUMENT_REQUIRED: { status: 400, message: 'The upload has no file part.' },
   KNOWLEDGE_DOCUMENT_EMPTY: { status: 400, message: 'The uploaded file is empty.' },
   KNOWLEDGE_COMMAND_NOT_FOUND: { status: 400, message: 'Unknown converter command.' },

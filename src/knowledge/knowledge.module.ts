@@ -13,6 +13,7 @@ import { createPooledConverter, type PooledConverter } from './converting/pooled
 import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
 import { postgresDocumentSql, registerSqliteFilter, sqliteDocumentSql } from './filter/sql.js';
+import { DocumentMarkdownService } from './markdown.service.js';
 import { KnowledgeEvents } from './events.js';
 import { createEmbeddingProvider } from './embeddings/index.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
@@ -37,6 +38,8 @@ export interface KnowledgeModule {
   documents: DocumentsService;
   indexing: IndexingService;
   retrieval: RetrievalService;
+  /** A document's converted markdown, whole or a page or chunk range (the markdown route). */
+  markdown: DocumentMarkdownService;
   /** One-step, batch, text and URL ingest. */
   ingest: IngestService;
   /** Document events for live views (the events route). */
@@ -178,6 +181,7 @@ export async function createKnowledgeModule(
     documents,
     indexing,
     retrieval,
+    markdown: new DocumentMarkdownService(documents, storage),
     ingest,
     events,
     eventStreams: {

@@ -28,6 +28,7 @@ import {
 } from './knowledge.schemas.js';
 import { discardAll, readBatch, readUpload } from './upload.js';
 import { eventsRoutes } from './events.routes.js';
+import { markdownRoutes } from './markdown.routes.js';
 
 const READ = { access: 'L0', mutates: false } as const;
 const WRITE = { access: 'L0', mutates: true } as const;
@@ -49,6 +50,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
   });
 
   await app.register(eventsRoutes, { knowledge });
+  await app.register(markdownRoutes, { knowledge });
 
   app.get(
     '/knowledge/commands',

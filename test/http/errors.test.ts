@@ -171,6 +171,7 @@ describe('OpenAPI', () => {
         '/knowledge/documents',
         '/knowledge/documents/{id}',
         '/knowledge/documents/{id}/chunks',
+        '/knowledge/documents/{id}/markdown',
         '/knowledge/documents/upload',
         '/knowledge/documents/batch',
         '/knowledge/documents/text',
@@ -178,6 +179,7 @@ describe('OpenAPI', () => {
         '/knowledge/documents/{id}/index',
         '/knowledge/retrieve',
         '/knowledge/status',
+        '/mcp',
       ]
         .map((p) => (p.startsWith('/health') ? p : `${t.prefix}${p}`))
         .sort(),

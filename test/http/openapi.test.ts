@@ -103,6 +103,8 @@ describe('OpenAPI document', () => {
       ['post', '/knowledge/documents/upload', ['200', '201']],
       ['post', '/knowledge/documents/{id}/index', ['201', '202']],
       ['post', '/knowledge/retrieve', ['200']],
+      ['get', '/knowledge/documents/{id}/markdown', ['200']],
+      ['post', '/mcp', ['200', '202']],
     ];
     for (const [method, path, codes] of expected) {
       expect(success(op(method, path)), `${method} ${path}`).toEqual(codes);
