@@ -178,6 +178,7 @@ describe('OpenAPI', () => {
         '/knowledge/documents/{id}/index',
         '/knowledge/retrieve',
         '/knowledge/status',
+        '/knowledge/projects',
       ]
         .map((p) => (p.startsWith('/health') ? p : `${t.prefix}${p}`))
         .sort(),
