@@ -180,6 +180,7 @@ describe('OpenAPI', () => {
         '/knowledge/retrieve',
         '/knowledge/status',
         '/mcp',
+        '/knowledge/projects',
       ]
         .map((p) => (p.startsWith('/health') ? p : `${t.prefix}${p}`))
         .sort(),
