@@ -143,7 +143,7 @@ export type RetrievalHit = Static<typeof HitSchema>;
 
 /** Described here; parsed and validated by filter/filter.ts (400 naming the bad part). */
 const FILTER_DESCRIPTION =
-  'Only documents matching this filter (applied before ranking). Document fields by name: `name`, `fileType`, `source`, `createdAt`; metadata keys as `metadata.<key>`. A value means equality (a metadata array of strings: contains it); operators `$eq`, `$ne`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte` (a number, or an ISO date such as `2024-05-01` or `2024-05-01T12:00:00Z`), `$exists`; `$and` / `$or` take arrays of filters. E.g. `{"metadata.lang": "en", "metadata.year": {"$gte": 2020}, "fileType": {"$in": ["pdf", "md"]}}`. See the README for the full reference.';
+  'Only documents matching this filter (applied before ranking). Document fields by name: `name`, `fileType`, `source`, `createdAt`; any other name is a metadata key (`metadata.<key>` always is one, e.g. `metadata.name`). A value means equality (a metadata array of strings: contains it); operators `$eq`, `$ne`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte` (a number, or an ISO date such as `2024-05-01` or `2024-05-01T12:00:00Z`), `$exists`; `$and` / `$or` take arrays of filters. E.g. `{"lang": "en", "year": {"$gte": 2020}, "fileType": {"$in": ["pdf", "md"]}}`. See the README for the full reference.';
 
 export const FilterSchema = Type.Record(Type.String(), Type.Unknown(), {
   description: FILTER_DESCRIPTION,

@@ -27,9 +27,7 @@ const id = z.string().min(1).max(100);
 const projectId = z.string().min(1).max(200);
 const filter = z
   .record(z.string(), z.unknown())
-  .describe(
-    'Metadata filter on the documents, as the HTTP API takes it, e.g. {"lang": "en"} (needs a server that supports filters).',
-  );
+  .describe('Metadata filter on the documents, as the HTTP API takes it, e.g. {"lang": "en"}.');
 
 const hitSchema = z.looseObject({
   id: z.string(),

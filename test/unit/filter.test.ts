@@ -25,10 +25,7 @@ describe('parseFilter', () => {
       { 'metadata.year': { $gt: 'soon' } },
       'filter.metadata.year.$gt must be a number or an ISO date',
     ],
-    [
-      { lang: 'en' },
-      'filter.lang is not a field: fields are name, fileType, source, createdAt; metadata keys are written "metadata.lang"',
-    ],
+    [{ lang: { $gt: 'soon' } }, 'filter.lang.$gt must be a number or an ISO date'],
     [{ 'metadata.a': { $in: [] } }, 'filter.metadata.a.$in must be a non-empty array'],
     [{ 'metadata.a': { $regex: 'x' } }, 'filter.metadata.a.$regex is not an operator'],
     [{ $or: {} }, 'filter.$or must be a non-empty array'],
@@ -65,6 +62,10 @@ describe('meaning', () => {
   it('equality is typed; a metadata array contains', () => {
     const d = doc({ lang: 'en', year: 2020, draft: false, tags: ['a', 'b'], n: '1' });
     expect(matches({ 'metadata.lang': 'en' }, d)).toBe(true);
+    // A bare name other than a document field is a metadata key.
+    expect(matches({ lang: 'en' }, d)).toBe(true);
+    expect(matches({ lang: 'de' }, d)).toBe(false);
+    expect(matches({ tags: 'b', year: { $gte: 2020 } }, d)).toBe(true);
     expect(matches({ 'metadata.year': 2020 }, d)).toBe(true);
     expect(matches({ 'metadata.year': '2020' }, d)).toBe(false);
     expect(matches({ 'metadata.n': 1 }, d)).toBe(false);

@@ -2,11 +2,11 @@
  * The filter language of retrieval and document lists: parsed and validated once into a typed
  * tree (`FilterNode`) that the JS evaluator (evaluate.ts) and the SQL compilers (sql.ts) share.
  *
- * Field names mirror the document as the API returns it (MongoDB-style dot notation): the
- * document fields `name`, `fileType`, `source` and `createdAt` are written bare, metadata keys as
- * `metadata.<key>` (everything after the first dot is the key, dots included). So no metadata key
- * can ever shadow a field, and a field added later cannot change what an existing filter means;
- * a bare unknown name is refused with the `metadata.<name>` spelling in the message.
+ * Field names: the document fields `name`, `fileType`, `source` and `createdAt` are written bare;
+ * any other bare name is a metadata key (`{"lang": "en"}`, as users write it and as the issue's
+ * contract shows). `metadata.<key>` (everything after the first dot is the key, dots included)
+ * always names a metadata key, which is how to reach a key spelt like a document field
+ * (`metadata.name`); clients that build filters from user keys should use that spelling.
  *
  * Operators: a value (equality), `$eq`, `$ne`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
  * `$exists`; `$and` / `$or` (arrays of filters); several keys in one object all apply. Types are
@@ -61,10 +61,7 @@ function fieldOf(key: string, path: string): Field {
     return { kind: 'document', name: key as DocumentField };
   }
   if (key.startsWith('$')) fail(path, `is not an operator here (at this level: $and, $or)`);
-  return fail(
-    path,
-    `is not a field: fields are ${DOCUMENT_FIELDS.join(', ')}; metadata keys are written "metadata.${key}"`,
-  );
+  return { kind: 'metadata', key };
 }
 
 class Parser {
