@@ -131,6 +131,8 @@ describe('filters on lists (the same meaning on both engines)', () => {
   it('answers documented examples as the evaluator does', async () => {
     const examples: unknown[] = [
       { 'metadata.lang': 'en' },
+      { lang: 'en' },
+      { lang: 'en', year: { $gte: 2018 } },
       { 'metadata.lang': { $ne: 'en' } },
       { 'metadata.lang': { $exists: false } },
       { 'metadata.year': { $gte: 2018, $lt: 2021 } },
@@ -168,6 +170,8 @@ describe('filters on lists (the same meaning on both engines)', () => {
       'metadata.published',
       'metadata.score',
       'metadata.none',
+      'lang',
+      'year',
     );
     const value = fc.oneof(
       fc.constantFrom(...LANGS, 'alpha', 'beta', 'gamma', '2019', ...DATES.slice(0, 4)),
@@ -235,7 +239,7 @@ describe('filters on lists (the same meaning on both engines)', () => {
         { filter: '{"metadata.year":{"$gt":"soon"}}' },
         'filter.metadata.year.$gt must be a number or an ISO date',
       ],
-      [{ filter: '{"lang":"en"}' }, 'metadata keys are written "metadata.lang"'],
+      [{ filter: '{"lang":{"$exists":1}}' }, 'filter.lang.$exists must be true or false'],
       [{ filter: 'nope' }, 'filter must be a JSON object'],
       [{ cursor: 'garbage' }, 'cursor is not a cursor this list returned'],
       [{ order: 'size' }, 'order'],

@@ -164,6 +164,39 @@ describe.each<TransportKind>(['http', 'stdio'])('MCP over %s', (kind) => {
     expect(one.structuredContent).toMatchObject({ name: 'garden.md', status: 'indexed' });
   });
 
+  it('lists projects, and passes filters and q through to the routes', async () => {
+    const projects = await client.callTool({ name: 'list_projects', arguments: {} });
+    expect(projects.isError, textOf(projects)).toBeFalsy();
+    expect(textOf(projects)).toMatch(/^- money: 1 documents, \d+ chunks$/m);
+    const { items } = projects.structuredContent as {
+      items: { projectId: string | null; documentCount: number }[];
+    };
+    expect(items.find((p) => p.projectId === 'money')?.documentCount).toBe(1);
+
+    const named = await client.callTool({ name: 'list_documents', arguments: { q: 'GARDEN' } });
+    expect(textOf(named)).toContain('garden.md');
+    expect(textOf(named)).not.toContain('finance.txt');
+
+    const search = async (filter: Record<string, unknown>) => {
+      const result = await client.callTool({
+        name: 'search_knowledge',
+        arguments: { query: 'water the tomato plants', mode: 'keyword', filter },
+      });
+      expect(result.isError, textOf(result)).toBeFalsy();
+      return (result.structuredContent as { items: Hit[] }).items.map((h) => h.documentName);
+    };
+    const garden = await search({ name: 'garden.md' });
+    expect(garden.length).toBeGreaterThan(0);
+    expect(new Set(garden)).toEqual(new Set(['garden.md']));
+    expect(await search({ fileType: 'txt' })).not.toContain('garden.md');
+    const bad = await client.callTool({
+      name: 'search_knowledge',
+      arguments: { query: 'water', filter: { year: { $gt: 'soon' } } },
+    });
+    expect(bad.isError).toBe(true);
+    expect(textOf(bad)).toMatch(/^VALIDATION_ERROR \(400\): filter\.year\.\$gt must be/);
+  });
+
   it('exposes indexed documents as markdown resources', async () => {
     const { resources } = await client.listResources();
     const uri = `knowledge://documents/${ids['garden.md']}`;
