@@ -44,6 +44,23 @@ interface KeywordHit extends DocumentCandidate {
   score: number;
 }
 
+/** A keyword index's rows and postings as plain arrays, for a snapshot (index-snapshots.ts). */
+export interface KeywordState {
+  count: number;
+  tokens: number;
+  rowids: Float64Array;
+  chunkIds: string[];
+  documentOf: Int32Array;
+  projectOf: Int32Array;
+  lengths: Int32Array;
+  alive: Uint8Array;
+  documentIds: string[];
+  projectIds: string[];
+  /** By lexeme id: the rows holding it, and its doubled weighted count in each. */
+  postingRows: Int32Array[];
+  postingCounts: Uint16Array[];
+}
+
 const NO_ROWS = new Int32Array(0);
 const NO_COUNTS = new Uint16Array(0);
 
@@ -75,6 +92,13 @@ export class KeywordIndex {
   private readonly documentIds: string[] = [];
   private readonly projectNumbers = new Map<string, number>();
   private readonly rowsOfDocument = new Map<number, number[]>();
+  /** Bumped by every change: a snapshot being written from live arrays is void when it moved. */
+  mutations = 0;
+
+  /** The ids of the documents that have (or had) rows. */
+  documentIdList(): string[] {
+    return this.documentIds.slice();
+  }
 
   /** Live rows: FTS5's N. */
   get size(): number {
@@ -107,6 +131,7 @@ export class KeywordIndex {
 
   /** Adds rows; their rowids must be above every rowid already added. */
   add(rows: readonly KeywordRow[]): void {
+    this.mutations++;
     this.reserve(this.count + rows.length);
     const lexemes: number[] = [];
     for (const row of rows) {
@@ -199,6 +224,7 @@ export class KeywordIndex {
   renameDocument(from: string, to: string): void {
     const document = this.documentNumbers.get(from);
     if (document === undefined) return;
+    this.mutations++;
     const previous = this.documentNumbers.get(to);
     // `from` keeps a number (without rows): numbers are allocated by the map's size.
     const spare = previous ?? this.documentIds.length;
@@ -213,6 +239,7 @@ export class KeywordIndex {
     const document = this.documentNumbers.get(documentId);
     const rows = document === undefined ? undefined : this.rowsOfDocument.get(document);
     if (document === undefined || rows === undefined) return;
+    this.mutations++;
     this.rowsOfDocument.delete(document);
     for (const r of rows) {
       if (this.alive[r] !== 1) continue;
@@ -267,6 +294,95 @@ export class KeywordIndex {
       if (list === undefined) this.rowsOfDocument.set(document, (list = []));
       list.push(r);
     }
+  }
+
+  /**
+   * The rows and postings as plain arrays, for a snapshot: views of the live arrays (valid until
+   * the next change, see `mutations`), deleted rows included (not alive).
+   */
+  state(): KeywordState {
+    const n = this.count;
+    const lexemes = this.postingRows.length;
+    return {
+      count: n,
+      tokens: this.tokens,
+      rowids: this.rowids.subarray(0, n),
+      chunkIds: this.chunkIds.slice(0, n),
+      documentOf: this.documentOf.subarray(0, n),
+      projectOf: this.projectOf.subarray(0, n),
+      lengths: this.lengths.subarray(0, n),
+      alive: this.alive.subarray(0, n),
+      documentIds: this.documentIds.slice(),
+      projectIds: [...this.projectNumbers.keys()],
+      postingRows: Array.from({ length: lexemes }, (_, id) =>
+        (this.postingRows[id] as Int32Array).subarray(0, this.postingLengths[id]),
+      ),
+      postingCounts: Array.from({ length: lexemes }, (_, id) =>
+        (this.postingCounts[id] as Uint16Array).subarray(0, this.postingLengths[id]),
+      ),
+    };
+  }
+
+  /**
+   * An index holding a snapshot's rows. Row arrays are copied; posting lists are kept as given
+   * (views of the snapshot's buffer), their lexeme ids mapped through `lexemeIds`.
+   */
+  static fromState(state: KeywordState, lexemeIds: Int32Array): KeywordIndex {
+    const index = new KeywordIndex();
+    const n = state.count;
+    index.reserve(n);
+    index.rowids.set(state.rowids);
+    index.documentOf.set(state.documentOf);
+    index.projectOf.set(state.projectOf);
+    index.lengths.set(state.lengths);
+    index.alive.set(state.alive);
+    index.chunkIds = state.chunkIds;
+    index.count = n;
+    index.tokens = state.tokens;
+    state.documentIds.forEach((id, i) => {
+      index.documentNumbers.set(id, i);
+      index.documentIds[i] = id;
+    });
+    state.projectIds.forEach((id, i) => index.projectNumbers.set(id, i));
+    let max = 0;
+    for (const id of lexemeIds) max = Math.max(max, id + 1);
+    index.growLexemes(max);
+    state.postingRows.forEach((rows, i) => {
+      const id = lexemeIds[i] as number;
+      index.postingRows[id] = rows;
+      index.postingCounts[id] = state.postingCounts[i] ?? NO_COUNTS;
+      index.postingLengths[id] = rows.length;
+    });
+    for (let r = 0; r < n; r++) {
+      if (index.alive[r] !== 1) {
+        index.dead++;
+        continue;
+      }
+      const document = index.documentOf[r] ?? 0;
+      let list = index.rowsOfDocument.get(document);
+      if (list === undefined) index.rowsOfDocument.set(document, (list = []));
+      list.push(r);
+    }
+    return index;
+  }
+
+  /** Bytes held per structure (typed arrays exactly; strings estimated, see vector-index.ts). */
+  memoryReport(stringBytes: number): Record<string, number> {
+    let postings = 0;
+    for (let id = 0; id < this.postingRows.length; id++) {
+      postings += (this.postingRows[id] as Int32Array).byteLength;
+      postings += (this.postingCounts[id] as Uint16Array).byteLength;
+    }
+    const rowArrays = [this.rowids, this.documentOf, this.projectOf, this.lengths, this.alive];
+    const scratch = [this.scratch, this.groupScores, this.groupSeen, this.tally];
+    const bytes = (arrays: { byteLength: number }[]) =>
+      arrays.reduce((a, b) => a + b.byteLength, 0);
+    return {
+      'keyword postings': postings,
+      'keyword rows': bytes(rowArrays),
+      'keyword search scratch': bytes(scratch),
+      'keyword chunk ids': this.count * stringBytes,
+    };
   }
 
   /** Live rows holding the lexeme (FTS5's n(t)); 0 for -1 or an unknown id. */
