@@ -37,6 +37,18 @@ import { asFloat32 } from './vector-tables.js';
 
 /** Rows per batch of a build from the tables (tokenizing a chunk costs 0.1–0.5 ms). */
 const BUILD_BATCH = 256;
+/** Batches run back to back for this long, then the event loop is yielded (sliceTurn). */
+const BUILD_SLICE_MS = 25;
+
+/** A function that yields the event loop once BUILD_SLICE_MS passed since it last did. */
+function slicer(): () => Promise<void> {
+  let since = performance.now();
+  return async () => {
+    if (performance.now() - since < BUILD_SLICE_MS) return;
+    await sliceTurn();
+    since = performance.now();
+  };
+}
 
 type Copy = Loaded<KeywordIndex> | Loaded<VectorIndex>;
 
@@ -141,20 +153,23 @@ export class IndexLoader {
     const generation = this.indexes.generation();
     const max = this.maxRowid('knowledge_chunks_fts');
     const index = new KeywordIndex();
+    // FTS5's own table does not seek to a rowid in a full scan (each batch would read from the
+    // start): its content table (FTS5's documented shadow table, columns c0… in declared order:
+    // chunk_id, document_id, document_name, section_path, content) is a plain rowid table.
     const select = this.indexes.statement(
-      `select c.fts_rowid, c.id, c.document_id, d.project_id, f.document_name, f.section_path,
-         f.content
-       from knowledge_chunks_fts f cross join knowledge_chunks c on c.id = f.chunk_id
+      `select f.id, c.id, c.document_id, d.project_id, f.c2, f.c3, f.c4
+       from knowledge_chunks_fts_content f cross join knowledge_chunks c on c.id = f.c0
        join knowledge_documents d on d.id = c.document_id
-       where f.rowid > ? and f.rowid <= ? and c.fts_rowid = f.rowid and ${CURRENT}
-       order by f.rowid limit ?`,
+       where f.id > ? and f.id <= ? and c.fts_rowid = f.id and ${CURRENT}
+       order by f.id limit ?`,
     );
+    const slice = slicer();
     for (let after = 0; ;) {
       const rows = select.raw().all(after, max, BUILD_BATCH) as KeywordText[];
       if (rows.length > 0) index.add(keywordRows(rows));
       if (rows.length < BUILD_BATCH) break;
       after = rows[rows.length - 1]?.[0] ?? max;
-      await sliceTurn();
+      await slice();
     }
     index.trim();
     return { index, generation };
@@ -170,6 +185,7 @@ export class IndexLoader {
        join knowledge_documents d on d.id = c.document_id
        where v.rowid > ? and v.rowid <= ? and ${CURRENT} order by v.rowid limit ?`,
     );
+    const slice = slicer();
     for (let after = 0; ;) {
       const rows = select.raw().all(after, max, BUILD_BATCH * 8) as [
         number,
@@ -188,7 +204,7 @@ export class IndexLoader {
       );
       if (rows.length < BUILD_BATCH * 8) break;
       after = rows[rows.length - 1]?.[0] ?? max;
-      await sliceTurn();
+      await slice();
     }
     return { index, generation };
   }
@@ -204,13 +220,23 @@ export class IndexLoader {
     if (this.files === null || this.closed || this.timer !== undefined) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.writing ??= this.saveAll().finally(() => (this.writing = undefined));
+      void this.flush();
     }, delayMs);
     this.timer.unref();
   }
 
-  /** Writes a snapshot of every copy that changed since its last one. */
-  async saveAll(): Promise<void> {
+  /** Writes the snapshots due now, after any being written (one write at a time). */
+  flush(): Promise<void> {
+    const next = (this.writing ?? Promise.resolve()).then(() => this.saveAll());
+    this.writing = next;
+    void next.finally(() => {
+      if (this.writing === next) this.writing = undefined;
+    });
+    return next;
+  }
+
+  /** Writes a snapshot of every copy that changed since its last one (errors are logged). */
+  private async saveAll(): Promise<void> {
     const files = this.files;
     if (files === null) return;
     let retry = false;
@@ -269,7 +295,7 @@ export class IndexLoader {
       return;
     }
     for (const name of names) {
-      const pid = /\.(\d+)\.tmp$/.exec(name)?.[1];
+      const pid = /\.(\d+)\.\d+\.tmp$/.exec(name)?.[1];
       if (pid !== undefined && !running(Number(pid))) {
         rmSync(join(this.files.dir, name), { force: true });
       }

@@ -44,6 +44,9 @@ const pad8 = (n: number) => (8 - (n % 8)) % 8;
 const PADDING = new Uint8Array(8);
 const bytesOf = (a: Typed) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
+/** Temporary files made by this process (their names must differ). */
+let written = 0;
+
 /** Why a snapshot cannot be used (corrupt, truncated, another format). */
 export class SnapshotError extends Error {}
 
@@ -69,11 +72,19 @@ export async function writeSnapshot(
   const header = Buffer.from(JSON.stringify({ meta, sections: bodies.map((b) => b.header) }));
   const length = Buffer.alloc(4);
   length.writeUInt32LE(header.byteLength);
-  const all: Uint8Array[] = [MAGIC, length, header, PADDING.subarray(0, pad8(12 + header.length))];
+  const parts: Uint8Array[] = [
+    MAGIC,
+    length,
+    header,
+    PADDING.subarray(0, pad8(12 + header.length)),
+  ];
   for (const body of bodies) {
-    all.push(...body.chunks, PADDING.subarray(0, pad8(body.header.bytes)));
+    parts.push(...body.chunks, PADDING.subarray(0, pad8(body.header.bytes)));
   }
-  const temporary = `${path}.${process.pid}.tmp`;
+  // Empty ones left out: zlib's crc32 of a view of an empty ArrayBuffer does not return the
+  // running value it was given.
+  const all = parts.filter((part) => part.byteLength > 0);
+  const temporary = `${path}.${process.pid}.${++written}.tmp`;
   const file = await open(temporary, 'w');
   let crc = 0;
   let complete = false;

@@ -107,6 +107,11 @@ export class SqliteChunkStore implements ChunkStore {
     await this.loader.close();
   }
 
+  /** Writes a snapshot of every loaded index that changed since its last one, now. */
+  saveIndexes(): Promise<void> {
+    return this.loader.flush();
+  }
+
   /** Bytes held by each in-process structure (bench:scale). */
   memoryReport(): Record<string, number> {
     const report: Record<string, number> = {};
