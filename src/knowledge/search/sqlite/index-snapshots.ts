@@ -183,7 +183,8 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
   checkRows(state, [state.rowids, state.documentOf, state.projectOf, state.lengths, state.alive]);
   return KeywordIndex.fromState(
     state,
-    Int32Array.from(lexemes, (l) => lexer.intern(l)),
+    // '' marks room the lists grew into, past every id the lexer gave: not a lexeme.
+    Int32Array.from(lexemes, (l) => (l === '' ? -1 : lexer.intern(l))),
   );
 }
 

@@ -328,6 +328,7 @@ export class KeywordStore {
     index.growLexemes(max);
     state.postingRows.forEach((rows, i) => {
       const id = lexemeIds[i] as number;
+      if (id < 0) return;
       index.postingRows[id] = rows;
       index.postingCounts[id] = state.postingCounts[i] ?? NO_COUNTS;
       index.postingLengths[id] = rows.length;
