@@ -30,7 +30,29 @@ interface KeywordHit extends DocumentCandidate {
   score: number;
 }
 
+/**
+ * Row numbers a search collects, in a buffer kept from one search to the next: a common word
+ * matches most rows, and a fresh array per search (8 bytes a row, grown by copies) was garbage
+ * enough to make the heap grow under queries.
+ */
+class RowList {
+  rows = new Int32Array(1024);
+  length = 0;
+
+  push(r: number): void {
+    if (this.length === this.rows.length) {
+      const rows = new Int32Array(this.rows.length * 2);
+      rows.set(this.rows);
+      this.rows = rows;
+    }
+    this.rows[this.length++] = r;
+  }
+}
+
 export class KeywordIndex extends KeywordStore {
+  private readonly touched = new RowList();
+  private readonly groupRows = new RowList();
+
   /**
    * An index holding a snapshot's rows. Row arrays are copied; posting lists are kept as given
    * (views of the snapshot's buffer), their lexeme ids mapped through `lexemeIds`.
@@ -90,14 +112,16 @@ export class KeywordIndex extends KeywordStore {
       if (!any) return [];
     }
     const scope: Scope = { project, allowed, avgdl: this.tokens / n };
-    const touched: number[] = [];
+    const touched = this.touched;
+    touched.length = 0;
     for (const group of groups) {
       if (group.length === 1) this.scoreLexeme(group[0] ?? -1, scope, this.scratch, touched);
       else this.scoreGroup(group, scope, touched);
     }
     const scores = this.scratch;
     const top = new TopK(Math.min(limit, touched.length));
-    for (const r of touched) {
+    for (let i = 0; i < touched.length; i++) {
+      const r = touched.rows[i] as number;
       top.push(scores[r] as number, r);
       scores[r] = 0;
     }
@@ -117,7 +141,7 @@ export class KeywordIndex extends KeywordStore {
     id: number,
     scope: Scope,
     scores: Float64Array,
-    touched: number[],
+    touched: RowList,
     seen?: Int32Array,
   ): boolean {
     if (id < 0 || id >= this.postingRows.length) return false;
@@ -147,17 +171,19 @@ export class KeywordIndex extends KeywordStore {
   }
 
   /** Scores an all-of group: its lexemes' terms count only in the rows holding every one. */
-  private scoreGroup(group: readonly number[], scope: Scope, touched: number[]): void {
+  private scoreGroup(group: readonly number[], scope: Scope, touched: RowList): void {
     const partial = this.groupScores;
     const seen = this.groupSeen;
-    const rows: number[] = [];
+    const rows = this.groupRows;
+    rows.length = 0;
     let complete = true;
     for (const id of group) {
       complete = this.scoreLexeme(id, scope, partial, rows, seen);
       if (!complete) break;
     }
     const scores = this.scratch;
-    for (const r of rows) {
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows.rows[i] as number;
       // A row holding every lexeme of the group counted group.length of them (repeats too).
       if (complete && seen[r] === group.length) {
         if (scores[r] === 0) touched.push(r);
