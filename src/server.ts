@@ -51,7 +51,8 @@ export async function startServer(
         'migration safety check failed: read-only mode',
       );
     const firstKey = await ensureInitialKeys(ctx, app.log);
-    await ctx.knowledge.start({ recover: !ctx.readOnly });
+    // The search indexes load after the server listens (readiness says when they are loaded).
+    await ctx.knowledge.start({ recover: !ctx.readOnly, searchInBackground: true });
     await app.listen({ port: config.port, host: config.host });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr !== null ? addr.port : config.port;
