@@ -116,47 +116,6 @@ describe('VectorIndex', () => {
   });
 });
 
-describe('VectorIndex re-scoring from the stored vectors (FloatSource)', () => {
-  it('ranks and scores exactly as with its own float32 copy, also after deletes and re-adds', () => {
-    const random = seededRandom(7);
-    const all = rows(random, 3000, 30);
-    const table = new Map(all.map((r) => [r.chunkId, r.vector]));
-    const reads: number[] = [];
-    const source = (ids: readonly string[]) => {
-      reads.push(ids.length);
-      return new Map(ids.flatMap((id) => (table.has(id) ? [[id, table.get(id)!] as const] : [])));
-    };
-    const memory = new VectorIndex(DIMS);
-    const stored = new VectorIndex(DIMS, source);
-    for (const index of [memory, stored]) index.add(all);
-    const queries = Array.from({ length: 10 }, () =>
-      Float32Array.from({ length: DIMS }, () => random() * 2 - 1),
-    );
-    const same = () => {
-      for (const q of queries) {
-        expect(stored.search(q, {}, 40)).toEqual(memory.search(q, {}, 40));
-        expect(stored.search(q, { projectId: 'odd' }, 10)).toEqual(
-          memory.search(q, { projectId: 'odd' }, 10),
-        );
-        const ids = ['c1', 'c2', 'c2999', 'missing'];
-        expect(stored.similarities(q, ids)).toEqual(memory.similarities(q, ids));
-      }
-    };
-    same();
-    expect(reads.length).toBeGreaterThan(0);
-    for (let d = 0; d < 25; d++)
-      for (const index of [memory, stored]) index.deleteDocument(`d${d}`);
-    const replaced = { ...all[2999]!, vector: queries[0]! };
-    table.set(replaced.chunkId, replaced.vector);
-    for (const index of [memory, stored]) index.add([replaced]);
-    same();
-    // A vector gone from the table (deleted meanwhile) is left out, not scored from nothing.
-    table.delete('c2999');
-    expect(stored.similarities(queries[0]!, ['c2999']).size).toBe(0);
-    expect(stored.search(queries[0]!, {}, 1)[0]?.chunkId).not.toBe('c2999');
-  });
-});
-
 describe('the store and writes by another process', () => {
   const apps: TestApp[] = [];
   afterAll(async () => {

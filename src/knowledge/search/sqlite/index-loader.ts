@@ -92,7 +92,7 @@ export class IndexLoader {
     for (const { table, dimensions } of tables) {
       if (this.indexes.vectors.has(table)) continue;
       let copy = await this.restore(`vector-${table}`, generation, (s) =>
-        vectorFromSnapshot(s, dimensions, this.indexes.floatSource(table)),
+        vectorFromSnapshot(s, dimensions),
       );
       if (copy === undefined) {
         copy = await this.buildVectors(table, dimensions);
@@ -178,7 +178,7 @@ export class IndexLoader {
   private async buildVectors(table: string, dims: number): Promise<Loaded<VectorIndex>> {
     const generation = this.indexes.generation();
     const max = this.maxRowid(table);
-    const index = new VectorIndex(dims, this.indexes.floatSource(table));
+    const index = new VectorIndex(dims);
     const select = this.indexes.statement(
       `select v.rowid, v.chunk_id, v.embedding, v.document_id, v.project_key
        from ${table} v cross join knowledge_chunks c on c.id = v.chunk_id

@@ -22,10 +22,10 @@ import {
   type Snapshot,
   type Typed,
 } from './snapshot-file.js';
-import { VectorIndex, type FloatSource, type VectorState } from './vector-index.js';
+import { VectorIndex, type VectorState } from './vector-index.js';
 
 /** Bumped when the layout of a snapshot changes: older files are rebuilt. */
-const FORMAT = 2;
+const FORMAT = 1;
 
 /** Where and when snapshots are written. */
 export interface SnapshotOptions {
@@ -201,11 +201,7 @@ export function vectorSections(state: VectorState): Map<string, Section> {
   ]);
 }
 
-export function vectorFromSnapshot(
-  snapshot: Snapshot,
-  dims: number,
-  source: FloatSource | null,
-): VectorIndex {
+export function vectorFromSnapshot(snapshot: Snapshot, dims: number): VectorIndex {
   const meta = snapshot.meta as unknown as Meta;
   if (meta.dims !== dims) throw new SnapshotError('dimensions');
   const state: VectorState = {
@@ -222,15 +218,10 @@ export function vectorFromSnapshot(
   };
   checkRows(state, [state.documentOf, state.projectOf, state.scales]);
   const rowBytes = Math.ceil(dims / 8) * 8;
-  const floats = state.floats.length;
-  if (
-    (floats !== 0 && floats !== state.count * dims) ||
-    state.int8.length !== state.count * rowBytes
-  ) {
+  if (state.floats.length !== state.count * dims || state.int8.length !== state.count * rowBytes) {
     throw new SnapshotError('vectors');
   }
-  if (source === null && floats === 0 && state.count > 0) throw new SnapshotError('no vectors');
-  return VectorIndex.fromState(state, source);
+  return VectorIndex.fromState(state);
 }
 
 /** Every per-row array holds `count` rows, and so does the id list. */

@@ -14,7 +14,7 @@ import { segmentWords } from '../segment.js';
 import { sharedLexer } from './fts5-lexer.js';
 import { KeywordIndex, type KeywordRow } from './keyword-index.js';
 import type { Statements } from './statements.js';
-import { VectorIndex, type FloatSource, type IndexRow } from './vector-index.js';
+import { VectorIndex, type IndexRow } from './vector-index.js';
 import { asFloat32 } from './vector-tables.js';
 
 /** An in-process copy of an index and the chunk generation it reflects. */
@@ -156,28 +156,12 @@ export class SearchIndexes {
     return loaded;
   }
 
-  /**
-   * The stored vectors of chunks of a table, read in the caller's transaction: the vector copies
-   * re-score their candidates from them instead of keeping a float32 copy of every vector
-   * (400 bytes per chunk at 100 dimensions).
-   */
-  floatSource(table: string): FloatSource {
-    return (chunkIds) => {
-      const rows = this.statement(
-        `select chunk_id, embedding from ${table} where chunk_id in (select value from json_each(?))`,
-      )
-        .raw()
-        .all(JSON.stringify(chunkIds)) as [string, Buffer][];
-      return new Map(rows.map(([id, blob]) => [id, asFloat32(blob)]));
-    };
-  }
-
   /** The vector copy of a table, current as of this transaction's snapshot. */
   vectorIndex(table: string, dimensions: number): VectorIndex {
     const loaded = this.current(
       this.vectors.get(table),
       () => {
-        const index = new VectorIndex(dimensions, this.floatSource(table));
+        const index = new VectorIndex(dimensions);
         this.addVectors(
           index,
           `select v.chunk_id, v.embedding, v.document_id, v.project_key

@@ -26,12 +26,6 @@ export const STRING_BYTES = 56;
 export const POINTER_BYTES = 8;
 export const MAP_ENTRY_BYTES = 40;
 
-/**
- * The stored vectors (as written, not normalised) of the given chunks, from the table the index
- * copies: with one, the index keeps no float32 copy and re-scores its candidates from the table.
- */
-export type FloatSource = (chunkIds: readonly string[]) => Map<string, Float32Array>;
-
 export interface IndexRow {
   chunkId: string;
   documentId: string;
@@ -66,7 +60,7 @@ export class VectorIndex {
   private readonly rowOf = new Map<string, number>();
   /** Rows by document number. */
   private readonly rowsOf = new Map<number, number[]>();
-  /** Normalised vectors, `dims` per row (none with a FloatSource). */
+  /** Normalised vectors, `dims` per row. */
   private floats: Float32Array;
   /** Per row: max |component| / 127, the int8 row's scale back to the normalised vector. */
   private scales: Float32Array;
@@ -76,17 +70,11 @@ export class VectorIndex {
   private dead = 0;
   /** Bumped by every change: a snapshot being written from live arrays is void when it moved. */
   mutations = 0;
-  /** One normalised row while it is added. */
-  private readonly scratchRow: Float32Array;
   /** Query scale ceiling: int16, and the int32 sum of `rowBytes` products must not overflow. */
   private readonly queryMax: number;
 
-  constructor(
-    readonly dims: number,
-    private readonly source: FloatSource | null = null,
-  ) {
+  constructor(readonly dims: number) {
     this.int8 = new Int8Matrix(dims);
-    this.scratchRow = new Float32Array(dims);
     this.floats = new Float32Array(0);
     this.scales = new Float32Array(0);
     this.queryMax = Math.min(32767, Math.floor(2 ** 31 / (127 * this.int8.rowBytes)) - 1);
@@ -105,8 +93,8 @@ export class VectorIndex {
   private reserve(rows: number): void {
     if (rows <= this.capacity) return;
     const capacity = Math.max(rows, Math.ceil(this.capacity * 1.5), 1024);
-    const floats = new Float32Array(this.source === null ? capacity * this.dims : 0);
-    floats.set(this.floats.subarray(0, floats.length === 0 ? 0 : this.count * this.dims));
+    const floats = new Float32Array(capacity * this.dims);
+    floats.set(this.floats.subarray(0, this.count * this.dims));
     const scales = new Float32Array(capacity);
     scales.set(this.scales.subarray(0, this.count));
     this.floats = floats;
@@ -135,16 +123,14 @@ export class VectorIndex {
       for (let j = 0; j < dims; j++) norm += (row.vector[j] ?? 0) ** 2;
       const inv = norm > 0 ? 1 / Math.sqrt(norm) : 0;
       let max = 0;
-      const normalised = this.scratchRow;
       for (let j = 0; j < dims; j++) {
-        const v = Math.fround((row.vector[j] ?? 0) * inv);
-        normalised[j] = v;
+        const v = (row.vector[j] ?? 0) * inv;
+        this.floats[offset + j] = v;
         max = Math.max(max, Math.abs(v));
       }
-      if (this.source === null) this.floats.set(normalised, offset);
       const q = this.int8.row(r);
       const toInt = max > 0 ? 127 / max : 0;
-      for (let j = 0; j < dims; j++) q[j] = Math.round((normalised[j] ?? 0) * toInt);
+      for (let j = 0; j < dims; j++) q[j] = Math.round((this.floats[offset + j] ?? 0) * toInt);
       this.scales[r] = max / 127;
       this.ids[r] = row.chunkId;
       const document = this.documents.number(row.documentId);
@@ -197,9 +183,7 @@ export class VectorIndex {
       const id = this.ids[from] ?? '';
       if (id === '') continue;
       if (to !== from) {
-        if (this.source === null) {
-          this.floats.copyWithin(to * dims, from * dims, (from + 1) * dims);
-        }
+        this.floats.copyWithin(to * dims, from * dims, (from + 1) * dims);
         this.scales[to] = this.scales[from] ?? 0;
         this.int8.copyRow(from, to);
         this.ids[to] = id;
@@ -228,40 +212,12 @@ export class VectorIndex {
     return Float32Array.from(vector, (v) => v * inv);
   }
 
-  /**
-   * The exact cosine of each row with the normalised query: from the float32 copy, or from the
-   * stored vectors normalised as `add` normalises them (the same float32 values); NaN for a row
-   * whose vector is gone from the table.
-   */
-  private exact(query: Float32Array, rows: ArrayLike<number>): Float64Array {
-    const dims = this.dims;
-    const scores = new Float64Array(rows.length);
-    if (this.source === null) {
-      const f = this.floats;
-      for (let i = 0; i < rows.length; i++) {
-        const offset = (rows[i] as number) * dims;
-        let dot = 0;
-        for (let j = 0; j < dims; j++) dot += (query[j] ?? 0) * (f[offset + j] ?? 0);
-        scores[i] = dot;
-      }
-      return scores;
-    }
-    const ids = Array.from(rows, (r) => this.ids[r] ?? '');
-    const vectors = this.source(ids);
-    for (let i = 0; i < rows.length; i++) {
-      const v = vectors.get(ids[i] ?? '');
-      if (v === undefined || v.length !== dims) {
-        scores[i] = Number.NaN;
-        continue;
-      }
-      let norm = 0;
-      for (let j = 0; j < dims; j++) norm += (v[j] ?? 0) ** 2;
-      const inv = norm > 0 ? 1 / Math.sqrt(norm) : 0;
-      let dot = 0;
-      for (let j = 0; j < dims; j++) dot += (query[j] ?? 0) * Math.fround((v[j] ?? 0) * inv);
-      scores[i] = dot;
-    }
-    return scores;
+  private exact(query: Float32Array, r: number): number {
+    const f = this.floats;
+    const offset = r * this.dims;
+    let dot = 0;
+    for (let j = 0; j < this.dims; j++) dot += (query[j] ?? 0) * (f[offset + j] ?? 0);
+    return dot;
   }
 
   /** The live rows of the documents (in the project, when given: its number). */
@@ -329,12 +285,8 @@ export class VectorIndex {
       }
       rows = top.keptRows();
     }
-    const scores = this.exact(query, rows);
     const scored: { r: number; score: number }[] = [];
-    rows.forEach((r: number, i: number) => {
-      const score = scores[i] as number;
-      if (!Number.isNaN(score)) scored.push({ r, score });
-    });
+    for (const r of rows) scored.push({ r, score: this.exact(query, r) });
     scored.sort((a, b) => b.score - a.score);
     return scored.slice(0, limit).map((s) => ({
       chunkId: this.ids[s.r] ?? '',
@@ -357,18 +309,18 @@ export class VectorIndex {
       projectOf: this.projectOf.subarray(0, n),
       documentIds: this.documents.list(),
       projectKeys: this.projects.list(),
-      floats: this.floats.subarray(0, this.source === null ? n * this.dims : 0),
+      floats: this.floats.subarray(0, n * this.dims),
       scales: this.scales.subarray(0, n),
       int8: this.int8.rows(n),
     };
   }
 
   /** An index holding a snapshot's rows (the arrays are copied into its own). */
-  static fromState(state: VectorState, source: FloatSource | null = null): VectorIndex {
-    const index = new VectorIndex(state.dims, source);
+  static fromState(state: VectorState): VectorIndex {
+    const index = new VectorIndex(state.dims);
     const n = state.count;
     index.reserve(n);
-    if (source === null) index.floats.set(state.floats);
+    index.floats.set(state.floats);
     index.scales.set(state.scales);
     index.int8.rows(n).set(state.int8);
     index.documentOf.set(state.documentOf);
@@ -408,18 +360,11 @@ export class VectorIndex {
   similarities(vector: Float32Array, chunkIds: readonly string[]): Map<string, number> {
     const result = new Map<string, number>();
     const query = this.normalise(vector);
-    const known = chunkIds.filter((id) => this.rowOf.has(id));
-    const scores =
-      query === null
-        ? null
-        : this.exact(
-            query,
-            known.map((id) => this.rowOf.get(id) ?? 0),
-          );
-    known.forEach((id, i) => {
-      const score = scores === null ? 0 : (scores[i] as number);
-      if (!Number.isNaN(score)) result.set(id, score);
-    });
+    for (const id of chunkIds) {
+      const r = this.rowOf.get(id);
+      if (r === undefined) continue;
+      result.set(id, query === null ? 0 : this.exact(query, r));
+    }
     return result;
   }
 }
