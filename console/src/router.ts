@@ -7,6 +7,27 @@ export const router = createRouter({
   routes: [
     { path: '/', redirect: '/documents' },
     { path: '/documents', component: DocumentsPage, meta: { title: 'Documents' } },
+    {
+      path: '/documents/:id',
+      component: () => import('./pages/DocumentPage.vue'),
+      props: true,
+      meta: { title: 'Document' },
+    },
+    {
+      path: '/search',
+      component: () => import('./pages/SearchPage.vue'),
+      meta: { title: 'Search' },
+    },
+    {
+      path: '/keys',
+      component: () => import('./pages/ApiKeysPage.vue'),
+      meta: { title: 'API keys' },
+    },
+    {
+      path: '/system',
+      component: () => import('./pages/SystemPage.vue'),
+      meta: { title: 'System' },
+    },
     { path: '/:rest(.*)*', redirect: '/documents' },
   ],
 });

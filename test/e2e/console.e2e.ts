@@ -147,6 +147,58 @@ describe('console', () => {
     },
   );
 
+  it('opens a document: metadata (editable), converter details, chunks by page, markdown', async () => {
+    await w.page.getByRole('link', { name: 'aurora.md', exact: true }).click();
+    await w.page.getByRole('heading', { name: 'aurora.md', level: 1 }).waitFor();
+    const chunks = w.page.locator('.chunk');
+    await expect.poll(() => chunks.count()).toBeGreaterThan(0);
+    // Section trails with each chunk; the markdown rendered (headings are headings).
+    await w.page.getByText('Auroras › How they form').first().waitFor();
+    await w.page.locator('.markdown h2', { hasText: 'How they form' }).waitFor();
+    await w.page.getByText('Converter details (auto)').click();
+    await w.page.locator('pre', { hasText: '"chunkCount"' }).waitFor();
+    await screenshots(w.page, 'document');
+    // Edit the metadata and save; the API has it.
+    await w.page.getByLabel('Metadata (JSON)', { exact: true }).fill('{"topic": "sky"}');
+    await w.page.getByRole('button', { name: 'Save', exact: true }).click();
+    await w.page.getByText('Saved.').waitFor();
+    const id = /#\/documents\/([^/?#]+)/.exec(w.page.url())?.[1];
+    const res = await w.page.request.get(`${server.url}/api/v1/knowledge/documents/${id}`, {
+      headers: { 'x-api-key': KEY },
+    });
+    expect(((await res.json()) as { metadata: unknown }).metadata).toEqual({ topic: 'sky' });
+  });
+
+  it('searches: the right passage first, query words in <mark>, a citation to copy', async () => {
+    await w.page.getByRole('link', { name: 'Search', exact: true }).click();
+    await w.page.getByLabel('Query', { exact: true }).fill('charged particles solar wind');
+    await w.page.getByLabel('Mode', { exact: true }).selectOption('hybrid');
+    await w.page.getByLabel('Top K', { exact: true }).fill('5');
+    await w.page.getByLabel('Min score', { exact: true }).fill('0.1');
+    await w.page.getByLabel('Metadata filter', { exact: true }).fill('{"topic": "sky"}');
+    await w.page.getByRole('button', { name: 'Search', exact: true }).click();
+    const results = w.page.getByRole('list', { name: 'Results' });
+    const first = results.getByRole('listitem').first();
+    await first.waitFor();
+    expect(await first.getByRole('link').first().textContent()).toBe('aurora.md');
+    expect(await first.textContent()).toContain('Auroras › How they form');
+    const marks = await first.locator('mark').allTextContents();
+    expect(marks.map((m) => m.toLowerCase())).toEqual(
+      expect.arrayContaining(['charged', 'particles', 'solar', 'wind']),
+    );
+    await first.getByRole('button', { name: 'Copy citation', exact: true }).click();
+    await first.getByText('Citation copied.').waitFor();
+    const copied = await w.page.evaluate(() => navigator.clipboard.readText());
+    expect(copied).toMatch(
+      /^“.*charged particles of the solar wind.*” \(aurora\.md, § Auroras › How they form\)$/,
+    );
+    await screenshots(w.page, 'search');
+    // A bad filter is refused with a message before anything is sent.
+    await w.page.getByLabel('Metadata filter', { exact: true }).fill('{not json');
+    await w.page.getByRole('button', { name: 'Search', exact: true }).click();
+    await w.page.getByRole('alert').getByText('The metadata filter is not valid JSON.').waitFor();
+  });
+
   it('deletes a document after confirming in a dialog', async () => {
     await w.page.getByRole('link', { name: 'Documents', exact: true }).click();
     const row = w.page
@@ -170,5 +222,64 @@ describe('console', () => {
       (d) => d.name,
     );
     expect(names).toEqual(['aurora.md']);
+  });
+
+  it('creates a key (shown once, with Copy), rotates it and revokes the new one', async () => {
+    await w.page.getByRole('link', { name: 'API keys', exact: true }).click();
+    await w.page.getByLabel('Name', { exact: true }).fill('ci robot');
+    await w.page.getByLabel('Level', { exact: true }).selectOption('L2');
+    await w.page.getByRole('button', { name: 'Create key', exact: true }).click();
+    const raw = w.page.getByLabel('New API key', { exact: true });
+    await raw.waitFor();
+    const created = await raw.inputValue();
+    expect(created).toMatch(/^aps_/);
+    await w.page.getByRole('button', { name: 'Copy', exact: true }).click();
+    expect(await w.page.evaluate(() => navigator.clipboard.readText())).toBe(created);
+    await screenshots(w.page, 'api-keys');
+    await w.page.getByRole('button', { name: 'Done', exact: true }).click();
+    expect(await raw.count()).toBe(0);
+    const row = w.page
+      .getByRole('row')
+      .filter({ hasText: 'ci robot' })
+      .filter({ hasText: 'active' });
+    await row.getByRole('button', { name: 'Rotate', exact: true }).click();
+    const rotated = await raw.inputValue();
+    expect(rotated).toMatch(/^aps_/);
+    expect(rotated).not.toBe(created);
+    await expect.poll(() => row.count()).toBe(1);
+    await row.getByRole('button', { name: 'Revoke', exact: true }).click();
+    await w.page
+      .getByRole('dialog', { name: 'Revoke ci robot?' })
+      .getByRole('button', { name: 'Revoke', exact: true })
+      .click();
+    await expect.poll(() => row.count()).toBe(0);
+    // Both keys are refused by the API now.
+    for (const key of [created, rotated]) {
+      const res = await w.page.request.get(`${server.url}/api/v1/knowledge/documents`, {
+        headers: { 'x-api-key': key },
+      });
+      expect(res.status()).toBe(401);
+    }
+  });
+
+  it('shows the system: health, converter, embedding model, counts', async () => {
+    await w.page.getByRole('link', { name: 'System', exact: true }).click();
+    const health = w.page.getByRole('region', { name: 'Health' });
+    await health.getByText('normal').waitFor();
+    await w.page.getByRole('region', { name: 'Converter' }).getByText('auto').first().waitFor();
+    const knowledge = w.page.getByRole('region', { name: 'Knowledge' });
+    await knowledge.getByText(/1 \(1 indexed/).waitFor();
+    expect(await knowledge.textContent()).toMatch(/Embedding model\s*\S+/);
+    await w.page.getByRole('cell', { name: 'knowledgeIndex', exact: true }).waitFor();
+    await screenshots(w.page, 'system');
+    expect(await w.page.locator('.banner').count()).toBe(0);
+  });
+
+  it('Sign out forgets the token', async () => {
+    await w.page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await w.page.getByLabel('API key', { exact: true }).waitFor();
+    expect(await w.page.evaluate(() => sessionStorage.getItem('aps.console.session'))).toBeNull();
+    await w.page.reload();
+    await w.page.getByLabel('API key', { exact: true }).waitFor();
   });
 });
