@@ -175,7 +175,6 @@ describe('console', () => {
     await w.page.getByLabel('Mode', { exact: true }).selectOption('hybrid');
     await w.page.getByLabel('Top K', { exact: true }).fill('5');
     await w.page.getByLabel('Min score', { exact: true }).fill('0.1');
-    await w.page.getByLabel('Metadata filter', { exact: true }).fill('{"topic": "sky"}');
     await w.page.getByRole('button', { name: 'Search', exact: true }).click();
     const results = w.page.getByRole('list', { name: 'Results' });
     const first = results.getByRole('listitem').first();
@@ -193,6 +192,14 @@ describe('console', () => {
       /^“.*charged particles of the solar wind.*” \(aurora\.md, § Auroras › How they form\)$/,
     );
     await screenshots(w.page, 'search');
+    // The metadata filter (saved on the document above) keeps only aurora.md.
+    await w.page.getByLabel('Query', { exact: true }).fill('tides moon');
+    await w.page.getByLabel('Min score', { exact: true }).fill('');
+    await w.page.getByLabel('Metadata filter', { exact: true }).fill('{"topic": "sky"}');
+    await w.page.getByRole('button', { name: 'Search', exact: true }).click();
+    await expect
+      .poll(async () => [...new Set(await results.getByRole('link').allTextContents())])
+      .toEqual(['aurora.md']);
     // A bad filter is refused with a message before anything is sent.
     await w.page.getByLabel('Metadata filter', { exact: true }).fill('{not json');
     await w.page.getByRole('button', { name: 'Search', exact: true }).click();
