@@ -59,7 +59,7 @@ export async function startServer(
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const address = `http://${host}:${port}`;
     print(
-      `Agent Platform Server listening on ${address} (API ${config.apiPrefix}, docs ${address}/docs)`,
+      `Agent Platform Server listening on ${address} (console ${address}/console/, API ${config.apiPrefix}, docs ${address}/docs)`,
     );
     if (firstKey !== null) {
       print('');
