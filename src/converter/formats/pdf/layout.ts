@@ -7,6 +7,7 @@
  */
 import { escapeParagraph, joinLines } from '../paragraphs.js';
 import { letters, median, readingOrder, topDown, type Line } from './lines.js';
+import { outlineHeadings, type OutlineEntry } from './outline.js';
 import {
   dropPageNumbers,
   isTocEntry,
@@ -20,7 +21,8 @@ const HEADING_RATIO = 1.2;
 const BULLET = /^[•◦▪‣●■·]\s*/u;
 
 /** One page as read: lines of its text layer to lay out, or the markdown OCR made of it. */
-export type PageContent = { kind: 'text'; lines: Line[] } | { kind: 'ocr'; markdown: string };
+export type PageContent =
+  { kind: 'text'; lines: Line[]; outline?: OutlineEntry[] } | { kind: 'ocr'; markdown: string };
 
 /**
  * Running headers and footers: the same text at the same height at the top or bottom of a page,
@@ -115,7 +117,9 @@ function pageToMarkdown(
   body: number,
   levels: Map<number, number>,
   numbered: NumberedLevels,
+  entries: readonly OutlineEntry[] = [],
 ): string {
+  const outline = outlineHeadings(lines, entries);
   const gaps = lines.flatMap((l, i) => {
     const gap = (lines[i - 1]?.y ?? Infinity) - l.y;
     return gap > 0.8 * body && gap < 3 * body ? [gap] : [];
@@ -123,7 +127,8 @@ function pageToMarkdown(
   const leading = median(gaps) ?? 1.2 * body;
   const titles = numberedTitles(lines, body, leading);
   const level = (l: Line) =>
-    titles.has(l) ? numbered.level(sectionDepth(l.text)) : sizeLevel(l, body, levels);
+    outline.get(l)?.level ??
+    (titles.has(l) ? numbered.level(sectionDepth(l.text)) : sizeLevel(l, body, levels));
   const blocks: string[] = [];
   let para: Line[] = [];
   const flush = () => {
@@ -140,33 +145,60 @@ function pageToMarkdown(
   for (const line of lines) {
     const [first, prev] = [para[0], para.at(-1)];
     if (first !== undefined && prev !== undefined) {
-      const gap = prev.y - line.y;
-      const right = Math.max(...para.map((l) => l.x1));
-      // The second line of a numbered title set larger than the text goes on the title.
-      const titleGoesOn =
-        titles.has(first) &&
-        !titles.has(line) &&
-        first.size >= 1.05 * body &&
-        Math.abs(first.size - line.size) <= 0.05 * body;
-      const heading = level(prev) > 0 && (level(line) > 0 || titleGoesOn);
+      const [o, oPrev] = [outline.get(line), outline.get(prev)];
+      // An outline title: a block of its own, its wrapped lines kept together.
       const ends =
-        isTocEntry(prev.text) ||
-        isTocEntry(line.text) ||
-        titles.has(line) ||
-        (!titleGoesOn && level(prev) !== level(line)) ||
-        Math.abs(prev.size - line.size) > 0.15 * body ||
-        gap <= 0 ||
-        gap > 1.3 * Math.max(leading, prev.size) ||
-        BULLET.test(line.text) ||
-        // A heading's lines may be centred: its indents say nothing.
-        (!heading && !BULLET.test(first.text) && line.x0 > prev.x0 + line.size) ||
-        (para.length > 1 && /[.!?:]$/.test(prev.text) && prev.x1 < right - 3 * prev.size);
+        o?.first === true ||
+        (oPrev !== undefined && o === undefined) ||
+        (o === undefined &&
+          oPrev === undefined &&
+          endsParagraph(para, prev, line, { body, leading, titles, level }));
       if (ends) flush();
     }
     para.push(line);
   }
   flush();
   return blocks.join('\n\n');
+}
+
+interface ParagraphRules {
+  body: number;
+  leading: number;
+  titles: Set<Line>;
+  level: (l: Line) => number;
+}
+
+/** Whether `line` starts a new block after the paragraph `para` (whose last line is `prev`). */
+function endsParagraph(
+  para: readonly Line[],
+  prev: Line,
+  line: Line,
+  { body, leading, titles, level }: ParagraphRules,
+): boolean {
+  const first = para[0];
+  if (first === undefined) return false;
+  const gap = prev.y - line.y;
+  const right = Math.max(...para.map((l) => l.x1));
+  // The second line of a numbered title set larger than the text goes on the title.
+  const titleGoesOn =
+    titles.has(first) &&
+    !titles.has(line) &&
+    first.size >= 1.05 * body &&
+    Math.abs(first.size - line.size) <= 0.05 * body;
+  const heading = level(prev) > 0 && (level(line) > 0 || titleGoesOn);
+  return (
+    isTocEntry(prev.text) ||
+    isTocEntry(line.text) ||
+    titles.has(line) ||
+    (!titleGoesOn && level(prev) !== level(line)) ||
+    Math.abs(prev.size - line.size) > 0.15 * body ||
+    gap <= 0 ||
+    gap > 1.3 * Math.max(leading, prev.size) ||
+    BULLET.test(line.text) ||
+    // A heading's lines may be centred: its indents say nothing.
+    (!heading && !BULLET.test(first.text) && line.x0 > prev.x0 + line.size) ||
+    (para.length > 1 && /[.!?:]$/.test(prev.text) && prev.x1 < right - 3 * prev.size)
+  );
 }
 
 /** Markdown of every page, with the text-layer pages laid out against each other. */
@@ -192,6 +224,6 @@ export function layoutPages(pages: readonly PageContent[]): string[] {
   return pages.map((p) =>
     p.kind === 'ocr'
       ? p.markdown
-      : pageToMarkdown(readingOrder(kept[next++] ?? []), body, levels, numbered),
+      : pageToMarkdown(readingOrder(kept[next++] ?? []), body, levels, numbered, p.outline),
   );
 }

@@ -1,0 +1,89 @@
+/** Issue 17's PDF rules on hand-made lines: outline headings, justified lines vs gutters. */
+import { describe, expect, it } from 'vitest';
+import { layoutPages } from '../../src/converter/formats/pdf/layout.js';
+import { toLines, type Line, type TextRun } from '../../src/converter/formats/pdf/lines.js';
+import { outlineHeadings, titleKey } from '../../src/converter/formats/pdf/outline.js';
+
+const run = (str: string, x: number, y: number, size = 11): TextRun => ({
+  str,
+  x,
+  y,
+  width: str.length * size * 0.5,
+  size,
+});
+const line = (text: string, y: number, size = 11, x0 = 72): Line => ({
+  text,
+  x0,
+  x1: x0 + text.length * size * 0.5,
+  y,
+  size,
+});
+
+describe('toLines', () => {
+  it('keeps the stretched word spaces of a justified line inside one line', () => {
+    // Three justified lines (ending at x = 227.5) whose wide spaces (> 1.5 em) fall at
+    // different places.
+    const rows = [
+      [run('alpha', 72, 700), run('beta', 72 + 27.5 + 20, 700), run('gamma words', 167, 700)],
+      [run('delta epsilon', 72, 686), run('zeta', 72 + 71.5 + 19, 686), run('eta', 211, 686)],
+      [run('theta iota kappa lambda', 72, 672), run('mu', 72 + 126.5 + 18, 672)],
+    ].flat();
+    expect(toLines(rows).map((l) => l.text)).toEqual([
+      'alpha beta gamma words',
+      'delta epsilon zeta eta',
+      'theta iota kappa lambda mu',
+    ]);
+  });
+
+  it('splits at a gutter the neighbouring rows share, even after a short last line', () => {
+    const rows = [0, 1, 2].flatMap((i) => [
+      run(i === 1 ? 'end.' : 'left column text here', 72, 700 - i * 14),
+      run('right column text here', 320, 700 - i * 14),
+    ]);
+    expect(toLines(rows)).toHaveLength(6);
+  });
+});
+
+describe('outline headings', () => {
+  it('matches titles on their page, wrapped or numbered, and ignores other lines', () => {
+    const lines = [
+      line('Some text that mentions Installation in passing.', 760),
+      line('2.1 Installing the', 730, 14),
+      line('library from source', 712, 14),
+      line('Body text follows here.', 690),
+      line('Appendix', 600),
+    ];
+    const found = outlineHeadings(lines, [
+      { title: 'Installing the library from source', level: 2, page: 1 },
+      { title: 'Missing title', level: 1, page: 1 },
+    ]);
+    expect([...found].map(([l, h]) => [l.text, h.level, h.first])).toEqual([
+      ['2.1 Installing the', 2, true],
+      ['library from source', 2, false],
+    ]);
+    expect(titleKey('Möller’s  “Notes”')).toBe('mollersnotes');
+  });
+
+  it('turns outline titles into headings of their level, same size as the text', () => {
+    const lines = [
+      line('Overview', 760),
+      line('This paragraph explains the overview in a sentence.', 740),
+      line('Details', 710),
+      line('More body text in the second section of the page.', 690),
+    ];
+    const [markdown] = layoutPages([
+      {
+        kind: 'text',
+        lines,
+        outline: [
+          { title: 'Overview', level: 1, page: 1 },
+          { title: 'Details', level: 2, page: 1 },
+        ],
+      },
+    ]);
+    expect(markdown).toBe(
+      '# Overview\n\nThis paragraph explains the overview in a sentence.\n\n## Details\n\n' +
+        'More body text in the second section of the page.',
+    );
+  });
+});
