@@ -42,13 +42,18 @@ export const letters = (text: string) => text.match(/[\p{L}\p{N}]/gu)?.length ??
  * it either.
  * A row with no neighbours splits at any wide gap.
  */
-function isGutter(rows: readonly Line[][], r: number, from: number, to: number): boolean {
+function isGutter(
+  rows: readonly Line[][],
+  r: number,
+  from: number,
+  to: number,
+  size: number,
+): boolean {
   const row = rows[r];
   const y = row?.[0]?.y ?? 0;
-  const size = row?.[0]?.size ?? 1;
   // The strip just after the left text or just before the right text must be free on the
   // neighbours (a column's edge); word spaces of justified lines fall elsewhere on each line.
-  const reach = Math.min(0.5 * (to - from), 1.5 * size);
+  const reach = Math.min(0.5 * (to - from), size);
   const strips = [
     [from + 0.1 * size, from + reach],
     [to - reach, to - 0.1 * size],
@@ -97,7 +102,9 @@ export function toLines(items: readonly TextRun[]): Line[] {
     let line: Line | undefined;
     for (const run of runsOfRow) {
       const gap = line === undefined ? 0 : run.x0 - line.x1;
-      if (line === undefined || (gap > 1.5 * run.size && isGutter(rows, r, line.x1, run.x0))) {
+      // The smaller size decides: a letter heading of an index beside an entry of the other column.
+      const size = Math.min(line?.size ?? run.size, run.size);
+      if (line === undefined || (gap > 1.5 * size && isGutter(rows, r, line.x1, run.x0, size))) {
         line = { ...run };
         lines.push(line);
         continue;
