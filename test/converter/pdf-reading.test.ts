@@ -87,3 +87,35 @@ describe('outline headings', () => {
     );
   });
 });
+
+describe('tables', () => {
+  const cells = (texts: string[], y: number, xs = [72, 200, 330]) =>
+    texts.map((t, i) => line(t, y, 10, xs[i]));
+
+  it('makes rows of boxes on shared column edges a GFM table, cells in their rows', () => {
+    const rows = [
+      cells(['Name', 'Size', 'Kind'], 700),
+      cells(['alpha', '12', 'a | b'], 686),
+      cells(['beta', '7', 'leaf'], 672),
+      cells(['gamma', '3', 'root'], 658),
+    ];
+    const [markdown] = layoutPages([{ kind: 'text', lines: rows.flat().reverse() }]);
+    expect(markdown).toBe(
+      '| Name | Size | Kind |\n| --- | --- | --- |\n| alpha | 12 | a \\| b |\n' +
+        '| beta | 7 | leaf |\n| gamma | 3 | root |',
+    );
+  });
+
+  it('leaves two-column prose and dot-leader index entries alone', () => {
+    const prose = [0, 1, 2, 3].flatMap((i) => [
+      line('This is the left column of running text, long.', 700 - 14 * i, 10, 72),
+      line('And this is the right column of text, long too.', 700 - 14 * i, 10, 320),
+    ]);
+    const index = [0, 1, 2].flatMap((i) => [
+      line(`entry${i} . . . . . . . . 12`, 600 - 12 * i, 9, 72),
+      line(`other${i} . . . . . . . . 40`, 600 - 12 * i, 9, 320),
+    ]);
+    const [markdown] = layoutPages([{ kind: 'text', lines: [...prose, ...index] }]);
+    expect(markdown).not.toContain('|');
+  });
+});

@@ -7,6 +7,7 @@
  */
 import { escapeParagraph, joinLines } from '../paragraphs.js';
 import { letters, median, readingOrder, topDown, type Line } from './lines.js';
+import { extractTables } from './tables.js';
 import { outlineHeadings, type OutlineEntry } from './outline.js';
 import {
   dropPageNumbers,
@@ -136,7 +137,8 @@ function pageToMarkdown(
     if (first === undefined) return;
     const text = joinLines(para.map((l) => l.text));
     const h = level(first);
-    if (isTocEntry(first.text)) blocks.push(escapeParagraph(tocEntry(text)));
+    if (first.table !== undefined) blocks.push(first.table);
+    else if (isTocEntry(first.text)) blocks.push(escapeParagraph(tocEntry(text)));
     else if (h > 0 && text.length <= 200) blocks.push(`${'#'.repeat(h)} ${text}`);
     else if (BULLET.test(text)) blocks.push(`- ${text.replace(BULLET, '')}`);
     else blocks.push(escapeParagraph(text));
@@ -146,14 +148,17 @@ function pageToMarkdown(
     const [first, prev] = [para[0], para.at(-1)];
     if (first !== undefined && prev !== undefined) {
       const [o, oPrev] = [outline.get(line), outline.get(prev)];
-      // An outline title: a block of its own, its wrapped lines kept together.
-      const ends =
-        o?.first === true ||
-        (oPrev !== undefined && o === undefined) ||
-        (o === undefined &&
-          oPrev === undefined &&
-          endsParagraph(para, prev, line, { body, leading, titles, level }));
-      if (ends) flush();
+      if (line.table !== undefined || prev.table !== undefined) flush();
+      else {
+        // An outline title: a block of its own, its wrapped lines kept together.
+        const ends =
+          o?.first === true ||
+          (oPrev !== undefined && o === undefined) ||
+          (o === undefined &&
+            oPrev === undefined &&
+            endsParagraph(para, prev, line, { body, leading, titles, level }));
+        if (ends) flush();
+      }
     }
     para.push(line);
   }
@@ -224,6 +229,12 @@ export function layoutPages(pages: readonly PageContent[]): string[] {
   return pages.map((p) =>
     p.kind === 'ocr'
       ? p.markdown
-      : pageToMarkdown(readingOrder(kept[next++] ?? []), body, levels, numbered, p.outline),
+      : pageToMarkdown(
+          readingOrder(extractTables(kept[next++] ?? [])),
+          body,
+          levels,
+          numbered,
+          p.outline,
+        ),
   );
 }

@@ -27,6 +27,10 @@ export interface Line {
   /** Baseline, PDF units (upwards). */
   y: number;
   size: number;
+  /** Top of a block taller than a line (a table), PDF units; else `y + size`. */
+  top?: number;
+  /** A table found on the page (tables.ts): its GFM, emitted as it is. */
+  table?: string;
 }
 
 /** The middle value; sorts `values` in place. */
@@ -102,9 +106,13 @@ export function toLines(items: readonly TextRun[]): Line[] {
     let line: Line | undefined;
     for (const run of runsOfRow) {
       const gap = line === undefined ? 0 : run.x0 - line.x1;
+      // Wider than 3 em is never a word space; between 1.5 and 3 em the neighbours decide.
       // The smaller size decides: a letter heading of an index beside an entry of the other column.
       const size = Math.min(line?.size ?? run.size, run.size);
-      if (line === undefined || (gap > 1.5 * size && isGutter(rows, r, line.x1, run.x0, size))) {
+      if (
+        line === undefined ||
+        (gap > 1.5 * size && (gap > 3 * size || isGutter(rows, r, line.x1, run.x0, size)))
+      ) {
         line = { ...run };
         lines.push(line);
         continue;
@@ -151,7 +159,7 @@ function widestGap(
 function extent(lines: readonly Line[]): [number, number] {
   return [
     Math.min(...lines.map((l) => l.y - 0.25 * l.size)),
-    Math.max(...lines.map((l) => l.y + l.size)),
+    Math.max(...lines.map((l) => l.top ?? l.y + l.size)),
   ];
 }
 
@@ -177,7 +185,7 @@ export function readingOrder(lines: readonly Line[]): Line[] {
   }
   const bands = widestGap(
     lines,
-    (l) => -(l.y + l.size),
+    (l) => -(l.top ?? l.y + l.size),
     (l) => -(l.y - 0.25 * l.size),
   );
   if (bands === null) return [...lines].sort(topDown);
