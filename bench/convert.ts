@@ -10,7 +10,7 @@
  * First, unless `--only throughput`: the PDF comparison of bench/pdf/compare.ts (issue 17) against
  * pdftotext, `pdftotext -layout` and tesseract on real Debian manuals, LibreOffice PDFs with known
  * truth and scans; `--before <git ref>` adds that ref's converter as a column (before/after in one
- * run), `--manuals a,b` picks manuals, `--no-scans` skips OCR, `--only compare` stops after it.
+ * run; `--after <ref>` pins the after column to a ref instead of the working tree), `--manuals a,b` picks manuals, `--no-scans` skips OCR, `--only compare` stops after it.
  *
  * Options: --pages N (text PDF pages, default 50), --scans N (scanned pages, default 3).
  * `--nesting` measures deeply nested documents instead (bench/convert-nesting.ts says how).
@@ -39,6 +39,7 @@ const { values } = parseArgs({
     timeout: { type: 'string', default: '60' },
     only: { type: 'string' },
     before: { type: 'string' },
+    after: { type: 'string' },
     manuals: { type: 'string', default: 'asymptote,bzip2,nettle,gnuplot,valgrind' },
     'no-scans': { type: 'boolean', default: false },
     cache: { type: 'string', default: 'bench/.cache/pdf' },
@@ -56,6 +57,7 @@ if (values.only !== 'throughput') {
   await comparePdf({
     cache: values.cache,
     before: values.before,
+    after: values.after,
     manuals: values.manuals.split(','),
     scans: !values['no-scans'],
   });

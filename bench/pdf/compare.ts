@@ -15,6 +15,8 @@ import { cellsInRow, cer, headingRecall, tableCount } from './metrics.js';
 export interface CompareOptions {
   cache: string;
   before?: string;
+  /** A git ref for the after column (default: this checkout's working tree). */
+  after?: string;
   manuals: string[];
   scans: boolean;
 }
@@ -92,13 +94,13 @@ function mean(values: number[]): Cell {
   return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
 }
 
-function print(rows: Row[], corpus: Corpus, before: string | undefined): void {
+function print(rows: Row[], corpus: Corpus, before?: string, after?: string): void {
   const cols = TOOLS.filter((t) => t !== 'before' || before !== undefined);
   const fmt = (v: Cell, d: number) => (v === null ? '–' : v.toFixed(d));
   console.log(
     `\nPDF comparison (${new Date().toISOString().slice(0, 10)}, node ${process.version})`,
   );
-  if (before !== undefined) console.log(`before = ${before}, after = this checkout`);
+  if (before !== undefined) console.log(`before = ${before}, after = ${after ?? 'this checkout'}`);
   console.log(`\n| metric | ${cols.join(' | ')} | after ÷ best peer |`);
   console.log(`| --- |${cols.map(() => ' ---: |').join('')} ---: |`);
   for (const r of rows) {
@@ -119,7 +121,9 @@ function print(rows: Row[], corpus: Corpus, before: string | undefined): void {
 export async function comparePdf(options: CompareOptions): Promise<void> {
   const cache = resolve(options.cache);
   const corpus = buildCorpus(cache, { manuals: options.manuals, scans: options.scans ? 3 : 0 });
-  const roots: Record<string, string> = { after: resolve('.') };
+  const roots: Record<string, string> = {
+    after: options.after === undefined ? resolve('.') : checkoutRef(cache, options.after),
+  };
   if (options.before !== undefined) roots.before = checkoutRef(cache, options.before);
   const poppler = onPath('pdftotext');
   const rows: Row[] = [];
@@ -237,5 +241,5 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
     add(`OCR (${corpus.scans.length} pages of lo-prose, 300 dpi): CER`, 'low', 4, cerV);
     add('OCR: peak RSS, MB', 'low', 0, rss);
   }
-  print(rows, corpus, options.before);
+  print(rows, corpus, options.before, options.after);
 }
