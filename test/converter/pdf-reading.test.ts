@@ -3,6 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { layoutPages } from '../../src/converter/formats/pdf/layout.js';
 import { toLines, type Line, type TextRun } from '../../src/converter/formats/pdf/lines.js';
 import { outlineHeadings, titleKey } from '../../src/converter/formats/pdf/outline.js';
+import {
+  combineAccents,
+  escapeMarkup,
+  keepsHyphen,
+  vocabulary,
+} from '../../src/converter/formats/pdf/text-fixes.js';
 
 const run = (str: string, x: number, y: number, size = 11): TextRun => ({
   str,
@@ -117,5 +123,45 @@ describe('tables', () => {
     ]);
     const [markdown] = layoutPages([{ kind: 'text', lines: [...prose, ...index] }]);
     expect(markdown).not.toContain('|');
+  });
+});
+
+describe('text fixes', () => {
+  it('combines spacing accents with their letter, leaves other text alone', () => {
+    expect(combineAccents('M¨oller and Erd˝os, Garc´ıa? na¨ıve caf´e')).toBe(
+      'Möller and Erdős, García? naïve café',
+    );
+    expect(combineAccents('plain ASCII text')).toBe('plain ASCII text');
+  });
+
+  it('escapes markup so it shows when rendered, not comparisons', () => {
+    expect(escapeMarkup('use <!-- note --> or <b>bold</b>; a < b, x <= 3')).toBe(
+      'use \\<!-- note --> or \\<b>bold\\</b>; a < b, x <= 3',
+    );
+  });
+
+  it('keeps a line-end hyphen only where the document says the word has one', () => {
+    const words = vocabulary([
+      'a store-conditional instruction and the organization of memory',
+      'the load and store pair, conditional on the flag',
+      'of organi-',
+    ]);
+    expect(words.has('organi')).toBe(false);
+    expect(keepsHyphen(words, 'store', 'conditional')).toBe(true);
+    expect(keepsHyphen(words, 'organi', 'zation')).toBe(false);
+    expect(keepsHyphen(words, 'compres', 'sion')).toBe(false);
+    const [markdown] = layoutPages([
+      {
+        kind: 'text',
+        lines: [
+          line('The load-linked and store-', 700),
+          line('conditional pair. A store-conditional fails; organi-', 686),
+          line('zation <b> matters.', 672),
+        ],
+      },
+    ]);
+    expect(markdown).toBe(
+      'The load-linked and store-conditional pair. A store-conditional fails; organization \\<b> matters.',
+    );
   });
 });

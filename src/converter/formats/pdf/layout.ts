@@ -8,6 +8,7 @@
 import { escapeParagraph, joinLines } from '../paragraphs.js';
 import { letters, median, readingOrder, topDown, type Line } from './lines.js';
 import { extractTables } from './tables.js';
+import { combineAccents, escapeMarkup, keepsHyphen, vocabulary } from './text-fixes.js';
 import { outlineHeadings, type OutlineEntry } from './outline.js';
 import {
   dropPageNumbers,
@@ -119,6 +120,7 @@ function pageToMarkdown(
   levels: Map<number, number>,
   numbered: NumberedLevels,
   entries: readonly OutlineEntry[] = [],
+  words: ReadonlySet<string> = new Set(),
 ): string {
   const outline = outlineHeadings(lines, entries);
   const gaps = lines.flatMap((l, i) => {
@@ -135,7 +137,12 @@ function pageToMarkdown(
   const flush = () => {
     const first = para[0];
     if (first === undefined) return;
-    const text = joinLines(para.map((l) => l.text));
+    const text = escapeMarkup(
+      joinLines(
+        para.map((l) => l.text),
+        (head, tail) => keepsHyphen(words, head, tail),
+      ),
+    );
     const h = level(first);
     if (first.table !== undefined) blocks.push(first.table);
     else if (isTocEntry(first.text)) blocks.push(escapeParagraph(tocEntry(text)));
@@ -210,7 +217,10 @@ function endsParagraph(
 export function layoutPages(pages: readonly PageContent[]): string[] {
   const textPages = pages.flatMap((p) => (p.kind === 'text' ? [p.lines] : []));
   const body = bodySize(textPages);
-  const kept = dropRepeated(textPages, body).map(dropPageNumbers);
+  const kept = dropRepeated(textPages, body)
+    .map(dropPageNumbers)
+    .map((lines) => lines.map((l) => ({ ...l, text: combineAccents(l.text) })));
+  const words = vocabulary(kept.flat().map((l) => l.text));
   const headingSizes = [
     ...new Set(
       kept
@@ -235,6 +245,7 @@ export function layoutPages(pages: readonly PageContent[]): string[] {
           levels,
           numbered,
           p.outline,
+          words,
         ),
   );
 }
