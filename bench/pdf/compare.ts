@@ -74,7 +74,9 @@ async function outlineTitles(file: string): Promise<string[]> {
       walk(n.items);
     }
   };
-  walk(await doc.getOutline());
+  // pdf.js types say an array; a PDF without bookmarks gives null.
+  const outline = (await doc.getOutline()) as Node[] | null;
+  walk(outline ?? []);
   await doc.destroy();
   return titles;
 }

@@ -122,7 +122,9 @@ async function readOutline(doc: PDFDocumentProxy): Promise<OutlineEntry[]> {
     }
   };
   try {
-    await visit(await doc.getOutline(), 1);
+    // Typed as an array; null when the PDF has no outline.
+    const outline = (await doc.getOutline()) as OutlineNode[] | null;
+    await visit(outline ?? [], 1);
   } catch {
     return [];
   }
