@@ -113,6 +113,10 @@ describe('tables', () => {
   });
 
   it('leaves two-column prose and dot-leader index entries alone', () => {
+    const short = [0, 1, 2].flatMap((i) => [
+      line(`Left column line ${i},`, 800 - 14 * i, 10, 72),
+      line(`Right column goes on ${i},`, 800 - 14 * i, 10, 330),
+    ]);
     const prose = [0, 1, 2, 3].flatMap((i) => [
       line('This is the left column of running text, long.', 700 - 14 * i, 10, 72),
       line('And this is the right column of text, long too.', 700 - 14 * i, 10, 320),
@@ -121,7 +125,7 @@ describe('tables', () => {
       line(`entry${i} . . . . . . . . 12`, 600 - 12 * i, 9, 72),
       line(`other${i} . . . . . . . . 40`, 600 - 12 * i, 9, 320),
     ]);
-    const [markdown] = layoutPages([{ kind: 'text', lines: [...prose, ...index] }]);
+    const [markdown] = layoutPages([{ kind: 'text', lines: [...short, ...prose, ...index] }]);
     expect(markdown).not.toContain('|');
   });
 });

@@ -11,6 +11,8 @@ import { isTocEntry } from './structure.js';
 const MIN_ROWS = 3;
 /** Cells longer than this (on average) are text columns, not a table. */
 const MAX_MEAN_CELL = 32;
+/** Cells of more words than this (on average) are lines of prose columns, not a table. */
+const MAX_MEAN_WORDS = 3;
 
 /** Lines on one baseline, left to right. */
 function rowsOf(lines: readonly Line[]): Line[][] {
@@ -82,7 +84,9 @@ export function extractTables(lines: readonly Line[]): Line[] {
     const block = rows.slice(i, end + 1);
     const cells = block.flat();
     const mean = cells.reduce((n, c) => n + c.text.length, 0) / Math.max(1, cells.length);
-    if (block.length >= MIN_ROWS && mean <= MAX_MEAN_CELL) {
+    const words =
+      cells.reduce((n, c) => n + c.text.split(' ').length, 0) / Math.max(1, cells.length);
+    if (block.length >= MIN_ROWS && mean <= MAX_MEAN_CELL && words <= MAX_MEAN_WORDS) {
       const first = head[0] as Line;
       out.push({
         text: cells.map((c) => c.text).join(' '),
