@@ -125,7 +125,13 @@ describe('tables', () => {
       line(`entry${i} . . . . . . . . 12`, 600 - 12 * i, 9, 72),
       line(`other${i} . . . . . . . . 40`, 600 - 12 * i, 9, 320),
     ]);
-    const [markdown] = layoutPages([{ kind: 'text', lines: [...short, ...prose, ...index] }]);
+    const labels = [0, 1, 2].flatMap((i) => [
+      line(`SIZE_${i}`, 400 - 12 * i, 10, 90),
+      line('[Constant]', 400 - 12 * i, 10, 480),
+    ]);
+    const [markdown] = layoutPages([
+      { kind: 'text', lines: [...short, ...prose, ...index, ...labels] },
+    ]);
     expect(markdown).not.toContain('|');
   });
 });

@@ -57,6 +57,17 @@ function gfm(rows: readonly Line[][], lefts: number[], rights: number[]): string
 }
 
 /**
+ * How many columns of the block hold different texts: a label repeated on every row (a manual's
+ * `[Constant]` beside each definition) is no column of a table.
+ */
+function varyingColumns(block: readonly Line[][], head: readonly Line[]): number {
+  const [lefts, rights] = [head.map((c) => c.x0), head.map((c) => c.x1)];
+  const texts = head.map(() => new Set<string>());
+  for (const row of block) for (const c of row) texts[columnOf(c, lefts, rights)]?.add(c.text);
+  return texts.filter((t) => t.size > 1).length;
+}
+
+/**
  * Replaces each table on the page by one line carrying its markdown (`table`), placed where the
  * table starts; the other lines are returned as they were.
  */
@@ -86,7 +97,12 @@ export function extractTables(lines: readonly Line[]): Line[] {
     const mean = cells.reduce((n, c) => n + c.text.length, 0) / Math.max(1, cells.length);
     const words =
       cells.reduce((n, c) => n + c.text.split(' ').length, 0) / Math.max(1, cells.length);
-    if (block.length >= MIN_ROWS && mean <= MAX_MEAN_CELL && words <= MAX_MEAN_WORDS) {
+    if (
+      block.length >= MIN_ROWS &&
+      mean <= MAX_MEAN_CELL &&
+      words <= MAX_MEAN_WORDS &&
+      varyingColumns(block, head) >= 2
+    ) {
       const first = head[0] as Line;
       out.push({
         text: cells.map((c) => c.text).join(' '),
