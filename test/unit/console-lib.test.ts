@@ -15,6 +15,7 @@ import {
 } from '../../console/src/lib/format.js';
 import { highlightSegments } from '../../console/src/lib/highlight.js';
 import { LiveRecords, isNewer, needsReload } from '../../console/src/lib/live-records.js';
+import { refreshDelay } from '../../console/src/lib/refresh.js';
 import type { KnowledgeDocument } from '../../console/src/lib/types.js';
 
 describe('highlightSegments', () => {
@@ -186,5 +187,22 @@ describe('live records', () => {
     expect(needsReload([doc({})], event, true)).toBe(true);
     expect(needsReload([doc({})], event, false)).toBe(false);
     expect(needsReload([doc({ id: 'new' })], event, true)).toBe(false);
+  });
+});
+
+describe('refreshDelay', () => {
+  it('refreshes a minute before expiry, halfway for short tokens, never sooner than 1 s', () => {
+    expect(refreshDelay(15 * 60_000)).toBe(14 * 60_000);
+    expect(refreshDelay(6000)).toBe(3000);
+    expect(refreshDelay(500)).toBe(1000);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 }), (left) => {
+        const delay = refreshDelay(left);
+        expect(delay).toBeGreaterThanOrEqual(1000);
+        // Some time is left at the refresh whenever the token lives longer than 2 s.
+        if (left > 2000) expect(delay).toBeLessThan(left);
+        expect(left - delay).toBeLessThanOrEqual(60_000);
+      }),
+    );
   });
 });
