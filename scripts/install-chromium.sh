@@ -14,24 +14,9 @@ APT_LOCK_TIMEOUT="${APT_LOCK_TIMEOUT:-900}"
 log() { echo "[install-chromium] $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# apt-get with its output in <logfile>; retries while another apt or dpkg holds a lock.
-apt_get() {
-  local logfile=$1
-  shift
-  local deadline=$((SECONDS + APT_LOCK_TIMEOUT))
-  while :; do
-    if apt-get -o "DPkg::Lock::Timeout=$APT_LOCK_TIMEOUT" "$@" >"$logfile" 2>&1; then
-      return 0
-    fi
-    if ((SECONDS < deadline)) \
-      && grep -qE 'Could not get lock|Unable to (acquire|lock)|is held by process|dpkg frontend lock' "$logfile"; then
-      log "another apt or dpkg holds the lock; retrying in 5 s (gives up after ${APT_LOCK_TIMEOUT}s)"
-      sleep 5
-      continue
-    fi
-    return 1
-  done
-}
+# apt_get <logfile> <args…>: apt-get that waits out another apt or dpkg holding the lock.
+# shellcheck source=/dev/null
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 for bin in chromium chromium-browser; do
   if command -v "$bin" >/dev/null 2>&1; then
