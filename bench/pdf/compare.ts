@@ -5,12 +5,20 @@
  * workers and the command-line tools run. Prints one markdown table with the ratios.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { buildCorpus, onPath, type Corpus } from './corpus.js';
-import { cellsInRow, cer, headingRecall, tableCount } from './metrics.js';
+import {
+  cellsInRow,
+  cer,
+  codeBlockCount,
+  headingPrecision,
+  headingRecall,
+  proseTables,
+  tableCount,
+} from './metrics.js';
 
 export interface CompareOptions {
   cache: string;
@@ -39,11 +47,17 @@ function checkoutRef(cache: string, ref: string): string {
   return dir;
 }
 
-function runOurs(root: string, file: string, command: string, cache: string): OursRun {
+function runOurs(
+  root: string,
+  file: string,
+  command: string,
+  cache: string,
+  mode: '' | 'no-outline' = '',
+): OursRun {
   const out = join(cache, 'out.md');
   const child = spawnSync(
     process.execPath,
-    ['--import', 'tsx', 'bench/pdf/run-one.ts', root, file, command, out],
+    ['--import', 'tsx', 'bench/pdf/run-one.ts', root, file, command, out, mode],
     { encoding: 'utf8', maxBuffer: 1 << 26 },
   );
   const last = child.stdout.trim().split('\n').at(-1) ?? '';
@@ -61,6 +75,21 @@ function pdftotext(file: string, layout: boolean): { text: string; ms: number } 
     maxBuffer: 1 << 28,
   });
   return { text, ms: performance.now() - started };
+}
+
+/**
+ * The prose pages of a PDF (1-based), by pdftotext's text: at least 10 lines, 60 % of them
+ * sentences' lines (7 words or more). A table the converter makes there is most likely false.
+ */
+function prosePages(file: string): Set<number> {
+  const pages = pdftotext(file, false).text.split('\f');
+  const prose = new Set<number>();
+  pages.forEach((text, i) => {
+    const lines = text.split('\n').filter((l) => l.trim() !== '');
+    const long = lines.filter((l) => l.trim().split(/\s+/).length >= 7).length;
+    if (lines.length >= 10 && long >= 0.6 * lines.length) prose.add(i + 1);
+  });
+  return prose;
 }
 
 /** The PDF's outline (bookmarks) titles, every level. */
@@ -160,6 +189,15 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
       Object.keys(roots).map((t) => [t, headingRecall(outputs[t] ?? '', titles)]),
     );
     add(`${doc.name}: heading recall`, 'high', 2, ours);
+    if (doc.name.includes('nooutline'))
+      add(
+        `${doc.name}: heading precision`,
+        'high',
+        2,
+        Object.fromEntries(
+          Object.keys(roots).map((t) => [t, headingPrecision(outputs[t] ?? '', titles)]),
+        ),
+      );
     if (doc.truth.tables.length > 0 && !doc.name.includes('nooutline')) {
       add(
         `${doc.name}: table cells in the right row`,
@@ -174,10 +212,18 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
   const time: Record<string, number> = {};
   let pages = 0;
   const recalls: Record<string, number[]> = {};
+  const blind: Record<string, { recall: number[]; precision: number[] }> = {};
   const tables: Record<string, number> = {};
+  const onProse: Record<string, number> = {};
+  const code: Record<string, number> = {};
+  let proseCount = 0;
   for (const manual of corpus.manuals) {
     const titles = await outlineTitles(manual.file);
     const values: Record<string, Cell> = {};
+    const noOutline: Record<string, Cell> = {};
+    const precision: Record<string, Cell> = {};
+    const prose = poppler ? prosePages(manual.file) : new Set<number>();
+    proseCount += prose.size;
     for (const [tool, root] of Object.entries(roots)) {
       const run = runOurs(root, manual.file, 'text', cache);
       time[tool] = (time[tool] ?? 0) + run.ms;
@@ -185,9 +231,27 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
       values[tool] = titles.length > 0 ? headingRecall(run.markdown, titles) : null;
       if (titles.length > 0) (recalls[tool] ??= []).push(values[tool] ?? 0);
       tables[tool] = (tables[tool] ?? 0) + tableCount(run.markdown);
+      code[tool] = (code[tool] ?? 0) + codeBlockCount(run.markdown);
+      const falseTables = proseTables(run.markdown, prose);
+      onProse[tool] = (onProse[tool] ?? 0) + falseTables.length;
+      writeFileSync(
+        join(cache, `prose-tables-${manual.name}-${tool}.md`),
+        falseTables.join('\n\n'),
+      );
+      if (titles.length > 0) {
+        // The same manual with its outline hidden: headings from the text alone.
+        const bare = runOurs(root, manual.file, 'text', cache, 'no-outline').markdown;
+        noOutline[tool] = headingRecall(bare, titles);
+        precision[tool] = headingPrecision(bare, titles);
+        (blind[tool] ??= { recall: [], precision: [] }).recall.push(noOutline[tool] ?? 0);
+        blind[tool].precision.push(precision[tool] ?? 0);
+      }
     }
-    if (titles.length > 0)
+    if (titles.length > 0) {
       add(`${manual.name} (${titles.length} outline titles): heading recall`, 'high', 2, values);
+      add(`${manual.name}, outline ignored: heading recall`, 'high', 2, noOutline);
+      add(`${manual.name}, outline ignored: heading precision`, 'high', 2, precision);
+    }
     if (poppler) {
       for (const layout of [false, true]) {
         const tool = layout ? 'pdftotext -layout' : 'pdftotext';
@@ -203,7 +267,23 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
       2,
       Object.fromEntries(Object.entries(recalls).map(([t, v]) => [t, mean(v)])),
     );
+    const meanOf = (pick: (v: { recall: number[]; precision: number[] }) => number[]) =>
+      Object.fromEntries(Object.entries(blind).map(([t, v]) => [t, mean(pick(v))]));
+    add(
+      'manuals, outline ignored: mean heading recall',
+      'high',
+      2,
+      meanOf((v) => v.recall),
+    );
+    add(
+      'manuals, outline ignored: mean heading precision',
+      'high',
+      2,
+      meanOf((v) => v.precision),
+    );
     add(`manuals: GFM tables made (${pages} pages)`, 'low', 0, { ...tables });
+    add(`manuals: GFM tables on prose pages (${proseCount} pages)`, 'low', 0, { ...onProse });
+    add('manuals: fenced code blocks', 'high', 0, { ...code });
     add(
       `manuals: pages/s, one process per file`,
       'high',

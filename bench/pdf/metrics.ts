@@ -31,9 +31,10 @@ export function cer(truth: string, output: string): number {
 
 const key = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
 
-/** The markdown headings of `markdown` (text only). */
+/** The markdown headings of `markdown` (text only); `#` lines of fenced code are code. */
 export function headingsOf(markdown: string): string[] {
-  return [...markdown.matchAll(/^#{1,6}\s+(.+)$/gm)].map((m) => m[1] ?? '');
+  const text = markdown.replace(/^(`{3,})[^\n]*\n[\s\S]*?^\1`*$/gm, '');
+  return [...text.matchAll(/^#{1,6}\s+(.+)$/gm)].map((m) => m[1] ?? '');
 }
 
 /**
@@ -44,12 +45,31 @@ export function headingRecall(markdown: string, titles: readonly string[]): numb
   const headings = headingsOf(markdown).map(key);
   const found = titles.filter((title) => {
     const t = key(title);
-    return (
-      t === '' ||
-      headings.some((h) => h.includes(t) || (h.length >= 0.6 * t.length && t.includes(h)))
-    );
+    return t === '' || headings.some((h) => sameTitle(h, t));
   });
   return titles.length === 0 ? 1 : found.length / titles.length;
+}
+
+/** A heading's key and a title's key name the same title (the rule of headingRecall). */
+const sameTitle = (h: string, t: string) =>
+  h.includes(t) || (h.length >= 0.6 * t.length && t.includes(h));
+
+/**
+ * Share of the headings of `markdown` that are one of `titles` (the same match as headingRecall):
+ * 1 − the share of false headings. No headings: 1.
+ */
+export function headingPrecision(markdown: string, titles: readonly string[]): number {
+  const keys = titles.map(key).filter((t) => t !== '');
+  const headings = headingsOf(markdown)
+    .map(key)
+    .filter((h) => h !== '');
+  const right = headings.filter((h) => keys.some((t) => sameTitle(h, t)));
+  return headings.length === 0 ? 1 : right.length / headings.length;
+}
+
+/** How many fenced code blocks a markdown text has. */
+export function codeBlockCount(markdown: string): number {
+  return Math.floor([...markdown.matchAll(/^```/gm)].length / 2);
 }
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -85,4 +105,16 @@ export function cellsInRow(output: string, tables: readonly string[][][]): numbe
 /** How many GFM tables a markdown text has (a header row, then a `| --- |` line). */
 export function tableCount(markdown: string): number {
   return [...markdown.matchAll(/^\|.*\|\n\|(?:\s*:?-{3,}:?\s*\|)+$/gm)].length;
+}
+
+/** The GFM tables of `markdown` on the given pages (1-based, by its page markers), as text. */
+export function proseTables(markdown: string, pages: ReadonlySet<number>): string[] {
+  const found: string[] = [];
+  for (const part of markdown.split(/(?=<!-- page: \d+ -->)/)) {
+    const page = Number(/^<!-- page: (\d+) -->/.exec(part)?.[1] ?? 0);
+    if (!pages.has(page)) continue;
+    for (const m of part.matchAll(/^\|.*\|\n\|(?:\s*:?-{3,}:?\s*\|)+\n(?:\|.*\|\n?)*/gm))
+      found.push(`page ${page}:\n${m[0].trimEnd()}`);
+  }
+  return found;
 }

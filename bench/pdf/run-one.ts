@@ -2,13 +2,24 @@
  * One conversion in its own process, as a converter worker runs it: `tsx bench/pdf/run-one.ts
  * <source root> <file> <command> <out.md>`. The converter is imported from `<source root>/src`
  * (this checkout, or a `git archive` of the baseline ref), so before and after run the same way.
+ * A fifth argument `no-outline` hides the PDF's outline (bookmarks) from the converter, so its
+ * headings come from the text alone (the outline is then the truth they are scored against).
  * Prints one JSON line: conversion time (module loading excluded), pages, peak RSS.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
-const [root = '.', file = '', command = 'text', out = ''] = process.argv.slice(2);
+const [root = '.', file = '', command = 'text', out = '', mode = ''] = process.argv.slice(2);
+if (mode === 'no-outline') {
+  // pdf.js does not export its document class: patch the prototype through one opened document
+  // (the converter under test resolves the same pdfjs-dist module).
+  const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs');
+  const doc = await getDocument({ data: new Uint8Array(readFileSync(file)), verbosity: 0 }).promise;
+  const proto = Object.getPrototypeOf(doc) as { getOutline: () => Promise<null> };
+  proto.getOutline = () => Promise.resolve(null);
+  await doc.destroy();
+}
 type ConvertFile = typeof import('../../src/converter/convert-file.js').convertFile;
 const { convertFile } = (await import(resolve(root, 'src/converter/convert-file.ts'))) as {
   convertFile: ConvertFile;
