@@ -143,10 +143,15 @@ interface Run {
   lowDpi: number[];
 }
 
-/** A pdf.js text item as the layout reads it: its origin and font size come from its matrix. */
-function textRun(item: TextItem): TextRun {
+/**
+ * A pdf.js text item as the layout reads it: its origin and font size come from its matrix; its
+ * font is pdf.js's id for it (one per font of the document) and whether the font is monospaced.
+ */
+function textRun(item: TextItem, styles: Record<string, { fontFamily?: string }>): TextRun {
   const [, , c = 0, d = 0, x = 0, y = 0] = item.transform as number[];
-  return { str: item.str, x, y, width: item.width, size: Math.hypot(c, d) || item.height || 1 };
+  const size = Math.hypot(c, d) || item.height || 1;
+  const mono = styles[item.fontName]?.fontFamily === 'monospace';
+  return { str: item.str, x, y, width: item.width, size, font: item.fontName, mono };
 }
 
 /** One page: its text layer if usable (and wanted), else its OCR'd render. */
@@ -154,8 +159,8 @@ async function convertPage(run: Run, page: PDFPageProxy): Promise<PageContent> {
   let started = performance.now();
   let lines: Line[] = [];
   if (run.command !== 'ocr') {
-    const { items } = await page.getTextContent();
-    lines = toLines(items.filter((i): i is TextItem => 'str' in i).map(textRun));
+    const { items, styles } = await page.getTextContent();
+    lines = toLines(items.filter((i): i is TextItem => 'str' in i).map((i) => textRun(i, styles)));
     addTime(run.timings, 'text', started);
   }
   if (run.command !== 'ocr' && hasUsableText(lines)) {

@@ -17,6 +17,10 @@ export interface TextRun {
   width: number;
   /** Font size (the text matrix's vertical scale). */
   size: number;
+  /** The font's id within the document (runs in one font share it). */
+  font?: string;
+  /** Whether the font is monospaced. */
+  mono?: boolean;
 }
 
 /** Runs on one baseline, joined; what the layout works on. */
@@ -31,6 +35,10 @@ export interface Line {
   top?: number;
   /** A table found on the page (tables.ts): its GFM, emitted as it is. */
   table?: string;
+  /** The font of the whole line, when it is set in one (a heading's bold, say). */
+  font?: string;
+  /** Every run of the line is monospaced (a line of a code listing). */
+  mono?: boolean;
 }
 
 /** The middle value; sorts `values` in place. */
@@ -82,12 +90,14 @@ function isGutter(
 export function toLines(items: readonly TextRun[]): Line[] {
   const runs = items
     .filter((item) => item.str.trim() !== '')
-    .map((item) => ({
+    .map((item): Line => ({
       text: item.str,
       x0: item.x,
       x1: item.x + item.width,
       y: item.y,
       size: item.size,
+      font: item.font,
+      mono: item.mono,
     }))
     .sort(topDown);
   const rows: Line[][] = [];
@@ -109,21 +119,36 @@ export function toLines(items: readonly TextRun[]): Line[] {
       // Wider than 3 em is never a word space; between 1.5 and 3 em the neighbours decide.
       // The smaller size decides: a letter heading of an index beside an entry of the other column.
       const size = Math.min(line?.size ?? run.size, run.size);
+      // A code listing's aligned comment is no column: monospaced text splits only far apart.
+      const code = line?.mono === true && run.mono === true;
       if (
         line === undefined ||
-        (gap > 1.5 * size && (gap > 3 * size || isGutter(rows, r, line.x1, run.x0, size)))
+        (code
+          ? gap > 8 * size
+          : gap > 1.5 * size && (gap > 3 * size || isGutter(rows, r, line.x1, run.x0, size)))
       ) {
         line = { ...run };
         lines.push(line);
         continue;
       }
       const space = gap > 0.15 * run.size && !/\s$/.test(line.text) && !/^\s/.test(run.text);
-      line.text += (space ? ' ' : '') + run.text;
+      // Monospaced text keeps its alignment: as many spaces as the gap holds characters.
+      const advance = (run.x1 - run.x0) / Math.max(1, run.text.length);
+      const spaces = code && space ? Math.max(1, Math.round(gap / advance)) : space ? 1 : 0;
+      line.text += ' '.repeat(spaces) + run.text;
       line.x1 = Math.max(line.x1, run.x1);
-      line.size = Math.max(line.size, run.size);
+      // A line's size is its text's, not that of code set larger inside it (Texinfo's @code).
+      if (line.mono === true && run.mono !== true) line.size = run.size;
+      else if ((line.mono === true) === (run.mono === true))
+        line.size = Math.max(line.size, run.size);
+      if (line.font !== run.font) line.font = undefined;
+      line.mono = line.mono === true && run.mono === true;
     }
   });
-  for (const line of lines) line.text = line.text.replace(/\s+/g, ' ').trim();
+  for (const line of lines)
+    line.text = line.mono
+      ? line.text.replace(/\s/g, ' ').trim()
+      : line.text.replace(/\s+/g, ' ').trim();
   return lines;
 }
 
