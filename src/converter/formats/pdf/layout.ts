@@ -6,19 +6,22 @@
  * each; paragraphs come from line spacing, indents and bullets, with line-end hyphenation repaired.
  */
 import { escapeParagraph, joinLines } from '../paragraphs.js';
-import { letters, median, readingOrder, topDown, type Line } from './lines.js';
+import { codeBlock, isCode, MIN_CODE_LINES } from './code.js';
+import {
+  contentsLines,
+  fontTitles,
+  learnHeadingStyles,
+  sizeKey,
+  sizeLevel,
+  type HeadingStyles,
+} from './headings.js';
+import { median, readingOrder, topDown, type Line } from './lines.js';
 import { extractTables } from './tables.js';
 import { combineAccents, escapeMarkup, keepsHyphen, vocabulary } from './text-fixes.js';
 import { outlineHeadings, type OutlineEntry } from './outline.js';
-import {
-  dropPageNumbers,
-  isTocEntry,
-  NumberedLevels,
-  sectionDepth,
-  tocEntry,
-} from './structure.js';
+import { dropPageNumbers, NumberedLevels, sectionDepth, tocEntry } from './structure.js';
 
-/** Line size ≥ body size × this: a heading. */
+/** Running headers and footers are set no larger than body size × this. */
 const HEADING_RATIO = 1.2;
 const BULLET = /^[•◦▪‣●■·]\s*/u;
 
@@ -79,17 +82,10 @@ export function dropRepeated(pages: Line[][], body: number): Line[][] {
 function bodySize(pages: readonly Line[][]): number {
   const chars = new Map<number, number>();
   for (const line of pages.flat()) {
-    const size = Math.round(line.size * 2) / 2;
+    const size = sizeKey(line.size);
     chars.set(size, (chars.get(size) ?? 0) + line.text.length);
   }
   return [...chars].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 0;
-}
-
-/** Size-based heading level of a line (0: not a heading); `levels` maps sizes to `#` counts. */
-function sizeLevel(l: Line, body: number, levels: Map<number, number>): number {
-  return l.size >= body * HEADING_RATIO && letters(l.text) >= 2 && !isTocEntry(l.text)
-    ? (levels.get(Math.round(l.size * 2) / 2) ?? 3)
-    : 0;
 }
 
 /**
@@ -98,12 +94,19 @@ function sizeLevel(l: Line, body: number, levels: Map<number, number>): number {
  * margin (a wrapped sentence that starts with `2.5 Mbit` does), and set apart: larger than the
  * text, first on the page, or after a wider gap than the lines of a paragraph.
  */
-function numberedTitles(lines: readonly Line[], body: number, leading: number): Set<Line> {
+function numberedTitles(
+  lines: readonly Line[],
+  body: number,
+  leading: number,
+  contents: ReadonlySet<Line>,
+): Set<Line> {
   const right = Math.max(...lines.map((l) => l.x1));
   return new Set(
     lines.filter((l, i) => {
       const above = lines[i - 1];
       return (
+        !contents.has(l) &&
+        l.mono !== true &&
         sectionDepth(l.text) >= 2 &&
         l.size >= 0.95 * body &&
         l.x1 < right - 2 * l.size &&
@@ -113,44 +116,66 @@ function numberedTitles(lines: readonly Line[], body: number, leading: number): 
   );
 }
 
+/** One block of a page: its markdown, and for a paragraph its text and edge lines (to join). */
+interface Block {
+  md: string;
+  para?: { text: string; first: Line; last: Line };
+}
+
+/** What a page is laid out with: the document's body size, heading styles, words. */
+interface DocumentRules {
+  body: number;
+  styles: HeadingStyles;
+  numbered: NumberedLevels;
+  words: ReadonlySet<string>;
+}
+
+/** A paragraph's markdown from its (unescaped) text. */
+const paragraph = (text: string) => escapeParagraph(escapeMarkup(text));
+
 /** One page's lines → markdown blocks. */
-function pageToMarkdown(
+function pageBlocks(
   lines: readonly Line[],
-  body: number,
-  levels: Map<number, number>,
-  numbered: NumberedLevels,
+  { body, styles, numbered, words }: DocumentRules,
   entries: readonly OutlineEntry[] = [],
-  words: ReadonlySet<string> = new Set(),
-): string {
+): Block[] {
   const outline = outlineHeadings(lines, entries);
   const gaps = lines.flatMap((l, i) => {
     const gap = (lines[i - 1]?.y ?? Infinity) - l.y;
     return gap > 0.8 * body && gap < 3 * body ? [gap] : [];
   });
   const leading = median(gaps) ?? 1.2 * body;
-  const titles = numberedTitles(lines, body, leading);
+  const contents = contentsLines(lines);
+  const titles = numberedTitles(lines, body, leading, contents);
+  const bold = fontTitles(lines, styles, body, leading, contents);
+  const fontLevel = (l: Line) => (l.font === undefined ? 0 : (styles.fonts.get(l.font) ?? 0));
   const level = (l: Line) =>
     outline.get(l)?.level ??
-    (titles.has(l) ? numbered.level(sectionDepth(l.text)) : sizeLevel(l, body, levels));
-  const blocks: string[] = [];
+    (titles.has(l)
+      ? numbered.level(sectionDepth(l.text))
+      : sizeLevel(l, styles, contents) || (bold.has(l) ? fontLevel(l) : 0));
+  const blocks: Block[] = [];
   let para: Line[] = [];
   const flush = () => {
-    const first = para[0];
-    if (first === undefined) return;
-    const text = escapeMarkup(
-      joinLines(
-        para.map((l) => l.text),
-        (head, tail) => keepsHyphen(words, head, tail),
-      ),
-    );
+    const [first, last] = [para[0], para.at(-1)];
+    if (first === undefined || last === undefined) return;
     const h = level(first);
-    if (first.table !== undefined) blocks.push(first.table);
-    else if (isTocEntry(first.text)) blocks.push(escapeParagraph(tocEntry(text)));
-    else if (h > 0 && text.length <= 200) blocks.push(`${'#'.repeat(h)} ${text}`);
-    else if (BULLET.test(text)) blocks.push(`- ${text.replace(BULLET, '')}`);
-    else blocks.push(escapeParagraph(text));
+    const text = joinLines(
+      para.map((l) => l.text),
+      (head, tail) => keepsHyphen(words, head, tail),
+    );
+    if (first.table !== undefined) blocks.push({ md: first.table });
+    else if (h === 0 && isCode(first) && para.length >= MIN_CODE_LINES)
+      blocks.push({ md: codeBlock(para) });
+    else if (contents.has(first))
+      blocks.push({ md: escapeParagraph(tocEntry(escapeMarkup(text))) });
+    else if (h > 0 && text.length <= 200)
+      blocks.push({ md: `${'#'.repeat(h)} ${escapeMarkup(text)}` });
+    else if (BULLET.test(text)) blocks.push({ md: `- ${escapeMarkup(text.replace(BULLET, ''))}` });
+    else blocks.push({ md: paragraph(text), para: { text, first, last } });
     para = [];
   };
+  const rules = { body, leading, titles, level, contents };
   for (const line of lines) {
     const [first, prev] = [para[0], para.at(-1)];
     if (first !== undefined && prev !== undefined) {
@@ -161,16 +186,14 @@ function pageToMarkdown(
         const ends =
           o?.first === true ||
           (oPrev !== undefined && o === undefined) ||
-          (o === undefined &&
-            oPrev === undefined &&
-            endsParagraph(para, prev, line, { body, leading, titles, level }));
+          (o === undefined && oPrev === undefined && endsParagraph(para, prev, line, rules));
         if (ends) flush();
       }
     }
     para.push(line);
   }
   flush();
-  return blocks.join('\n\n');
+  return blocks;
 }
 
 interface ParagraphRules {
@@ -178,6 +201,22 @@ interface ParagraphRules {
   leading: number;
   titles: Set<Line>;
   level: (l: Line) => number;
+  contents: ReadonlySet<Line>;
+}
+
+/**
+ * Whether a paragraph whose last line is `prev` goes on with `line` although `line` is not below
+ * it: the bottom of one column and the top of the next, `prev` not ending a sentence (or `line`
+ * starting in lower case), both plain text of one size.
+ */
+export function continues(prev: Line, line: Line, plain: (l: Line) => boolean): boolean {
+  return (
+    plain(prev) &&
+    plain(line) &&
+    Math.abs(prev.size - line.size) <= 0.05 * Math.max(prev.size, line.size) &&
+    !BULLET.test(line.text) &&
+    (!/[.!?:]$/.test(prev.text) || /^\p{Ll}/u.test(line.text))
+  );
 }
 
 /** Whether `line` starts a new block after the paragraph `para` (whose last line is `prev`). */
@@ -185,12 +224,21 @@ function endsParagraph(
   para: readonly Line[],
   prev: Line,
   line: Line,
-  { body, leading, titles, level }: ParagraphRules,
+  { body, leading, titles, level, contents }: ParagraphRules,
 ): boolean {
   const first = para[0];
   if (first === undefined) return false;
   const gap = prev.y - line.y;
+  // A listing goes on while lines are monospaced, whatever their indents; a gap of a few lines
+  // inside it is kept as an empty line.
+  if (isCode(prev) || isCode(line))
+    return !(isCode(prev) && isCode(line)) || gap <= 0 || gap > 3 * Math.max(leading, prev.size);
   const right = Math.max(...para.map((l) => l.x1));
+  // The top of the next column: the paragraph may go on there.
+  if (gap < 0 && line.x0 > prev.x1 - prev.size) {
+    const plain = (l: Line) => level(l) === 0 && !contents.has(l) && !titles.has(l);
+    return !continues(prev, line, plain);
+  }
   // The second line of a numbered title set larger than the text goes on the title.
   const titleGoesOn =
     titles.has(first) &&
@@ -199,8 +247,8 @@ function endsParagraph(
     Math.abs(first.size - line.size) <= 0.05 * body;
   const heading = level(prev) > 0 && (level(line) > 0 || titleGoesOn);
   return (
-    isTocEntry(prev.text) ||
-    isTocEntry(line.text) ||
+    contents.has(prev) ||
+    contents.has(line) ||
     titles.has(line) ||
     (!titleGoesOn && level(prev) !== level(line)) ||
     Math.abs(prev.size - line.size) > 0.15 * body ||
@@ -213,6 +261,27 @@ function endsParagraph(
   );
 }
 
+/**
+ * Joins a paragraph that runs from the foot of one page onto the next: the first page keeps it
+ * whole, the next page starts after it.
+ */
+function joinAcrossPages(pages: (Block[] | string)[], words: ReadonlySet<string>): void {
+  pages.forEach((blocks, i) => {
+    const next = pages[i + 1];
+    if (typeof blocks === 'string' || typeof next === 'string') return;
+    const [last, head] = [blocks.at(-1)?.para, next?.[0]?.para];
+    const tail = blocks.at(-1);
+    if (last === undefined || head === undefined || tail === undefined) return;
+    if (!continues(last.last, head.first, () => true)) return;
+    const text = joinLines([last.text, head.text], (h, t) => keepsHyphen(words, h, t));
+    blocks[blocks.length - 1] = {
+      md: paragraph(text),
+      para: { text, first: last.first, last: head.last },
+    };
+    next?.shift();
+  });
+}
+
 /** Markdown of every page, with the text-layer pages laid out against each other. */
 export function layoutPages(pages: readonly PageContent[]): string[] {
   const textPages = pages.flatMap((p) => (p.kind === 'text' ? [p.lines] : []));
@@ -221,31 +290,22 @@ export function layoutPages(pages: readonly PageContent[]): string[] {
     .map(dropPageNumbers)
     .map((lines) => lines.map((l) => ({ ...l, text: combineAccents(l.text) })));
   const words = vocabulary(kept.flat().map((l) => l.text));
-  const headingSizes = [
-    ...new Set(
-      kept
-        .flat()
-        .filter((l) => l.size >= body * HEADING_RATIO)
-        .map((l) => Math.round(l.size * 2) / 2),
-    ),
-  ].sort((a, b) => b - a);
-  const levels = new Map(headingSizes.map((s, i) => [s, Math.min(i + 1, 3)]));
+  const styles = learnHeadingStyles(kept, body);
   const numbered = new NumberedLevels();
-  for (const l of kept.flat()) {
-    const level = sizeLevel(l, body, levels);
-    if (level > 0) numbered.learn(l.text, level);
+  for (const lines of kept) {
+    const contents = contentsLines(lines);
+    for (const l of lines) {
+      const level = sizeLevel(l, styles, contents);
+      if (level > 0) numbered.learn(l.text, level);
+    }
   }
+  const rules = { body, styles, numbered, words };
   let next = 0;
-  return pages.map((p) =>
+  const laid = pages.map((p) =>
     p.kind === 'ocr'
       ? p.markdown
-      : pageToMarkdown(
-          readingOrder(extractTables(kept[next++] ?? [])),
-          body,
-          levels,
-          numbered,
-          p.outline,
-          words,
-        ),
+      : pageBlocks(readingOrder(extractTables(kept[next++] ?? [])), rules, p.outline),
   );
+  joinAcrossPages(laid, words);
+  return laid.map((p) => (typeof p === 'string' ? p : p.map((b) => b.md).join('\n\n')));
 }
