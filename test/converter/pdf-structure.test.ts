@@ -13,7 +13,7 @@ import { tempDir } from './helpers.js';
 async function markdownOf(pages: PdfPage[]): Promise<string[]> {
   const file = join(tempDir(), 'doc.pdf');
   writeFileSync(file, buildPdf(pages));
-  const { markdown } = await convertFile(file, { command: 'text' });
+  const { markdown } = await convertFile(file, { command: 'text', maxInputBytes: 1 << 24 });
   return markdown
     .split(/<!-- page: \d+ -->/)
     .slice(1)
