@@ -134,6 +134,42 @@ describe('tables', () => {
     ]);
     expect(markdown).not.toContain('|');
   });
+
+  it('leaves contents and index pages set in columns, and code with comments, alone', () => {
+    // A table of contents without leaders: titles, then page numbers that never go down.
+    const toc = ['Canvas size', 'Command-line editing', 'Comments', 'Coordinates'].flatMap(
+      (title, i) => [
+        line(title, 700 - 12 * i, 10, 90),
+        line(String(32 + i), 700 - 12 * i, 10, 500),
+      ],
+    );
+    // An index in two columns: terms with page numbers after a comma.
+    const index = [0, 1, 2, 3].flatMap((i) => [
+      line(`term${i}, ${37 + i}`, 600 - 12 * i, 9, 72),
+      line(`other${i}, ${50 + i}, ${51 + i}`, 600 - 12 * i, 9, 320),
+    ]);
+    // A listing whose comments line up far to the right.
+    const code = ['write(c);', 'p.f();', 'c.f();'].flatMap((text, i) => [
+      { ...line(text, 500 - 12 * i, 10, 90), mono: true },
+      { ...line(`// Outputs ${i}`, 500 - 12 * i, 10, 400), mono: true },
+    ]);
+    const [markdown] = layoutPages([{ kind: 'text', lines: [...toc, ...index, ...code] }]);
+    expect(markdown).not.toContain('|');
+    const pad = ' '.repeat(53);
+    expect(markdown?.split('\n\n')).toEqual([
+      'Canvas size 32',
+      'Command-line editing 33',
+      'Comments 34',
+      'Coordinates 35',
+      ...[0, 1, 2, 3].map((i) => `term${i}, ${37 + i}`),
+      ...[0, 1, 2, 3].map((i) => `other${i}, ${50 + i}, ${51 + i}`),
+      [
+        '```',
+        ...['write(c);', 'p.f();', 'c.f();'].map((c, i) => `${c.padEnd(9)}${pad}// Outputs ${i}`),
+        '```',
+      ].join('\n'),
+    ]);
+  });
 });
 
 describe('text fixes', () => {

@@ -6,7 +6,7 @@
  * Pure, on lines; `layout.ts` applies it.
  */
 import { topDown, type Line } from './lines.js';
-import { isTocEntry } from './structure.js';
+import { isIndexEntry, isTocEntry } from './structure.js';
 
 /** What the document sets its headings in. */
 export interface HeadingStyles {
@@ -22,8 +22,6 @@ const titleLetters = (text: string) => text.match(/\p{L}/gu)?.length ?? 0;
 /** A size rounded to half a point: the class sizes are compared by. */
 export const sizeKey = (size: number) => Math.round(size * 2) / 2;
 
-/** An index entry: a term, then page numbers (`hash functions, 12, 15–17`). */
-const INDEX_ENTRY = /,\s*\d{1,4}(?:\s*[-–]\s*\d{1,4})?(?:\s*,\s*\d{1,4}(?:\s*[-–]\s*\d{1,4})?)*$/;
 /** A line ending in a page number after a space: a TOC entry on a page of them. */
 const TRAILING_NUMBER = /\s(?:\d{1,4}|[ivxlc]{1,7})$/i;
 
@@ -38,7 +36,7 @@ export function contentsLines(lines: readonly Line[]): Set<Line> {
   return new Set(
     lines.filter(
       (l) =>
-        isTocEntry(l.text) || INDEX_ENTRY.test(l.text) || (tocPage && TRAILING_NUMBER.test(l.text)),
+        isTocEntry(l.text) || isIndexEntry(l.text) || (tocPage && TRAILING_NUMBER.test(l.text)),
     ),
   );
 }

@@ -34,6 +34,14 @@ export function isTocEntry(text: string): boolean {
   return LEADER.test(text);
 }
 
+/** An index entry: a term, then page numbers (`hash functions, 12, 15–17`). */
+const INDEX_ENTRY = /,\s*\d{1,4}(?:\s*[-–]\s*\d{1,4})?(?:\s*,\s*\d{1,4}(?:\s*[-–]\s*\d{1,4})?)*$/;
+
+/** Whether a line is an index entry: a term, then page numbers after a comma. */
+export function isIndexEntry(text: string): boolean {
+  return INDEX_ENTRY.test(text);
+}
+
 /** A TOC entry with its leader shortened: `7.1 Hash functions . . . . 8`. */
 export function tocEntry(text: string): string {
   return text.replace(/\s*(?:\.\s?){4,}\s*/, ' . . . . ').trim();

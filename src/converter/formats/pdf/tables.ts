@@ -2,10 +2,11 @@
  * Tables in a page's text layer: three or more rows of short text boxes on shared column edges
  * become one GFM table, so each cell stays in its row (reading order by XY-cut would read them
  * column by column). Prose never qualifies: its lines are one box each, two-column text has long
- * lines, and table-of-contents or index entries (dot leaders) are left alone. Pure, on lines.
+ * lines, table-of-contents or index entries (dot leaders, page numbers) and code listings
+ * (monospaced rows) are left alone. Pure, on lines.
  */
 import type { Line } from './lines.js';
-import { isTocEntry } from './structure.js';
+import { isIndexEntry, isTocEntry } from './structure.js';
 
 /** Fewer rows than this are not a table. */
 const MIN_ROWS = 3;
@@ -39,8 +40,43 @@ function columnOf(cell: Line, lefts: readonly number[], rights: readonly number[
   return left >= 0 ? left : rights.findIndex((x) => Math.abs(x - cell.x1) <= tolerance);
 }
 
+/** A row that may be a table's: short cells, no TOC entries, not all code (a listing). */
 const tableLike = (row: readonly Line[]) =>
-  row.length >= 2 && row.every((c) => !isTocEntry(c.text) && c.text.length <= 60);
+  row.length >= 2 &&
+  row.every((c) => !isTocEntry(c.text) && c.text.length <= 60) &&
+  !row.every((c) => c.mono === true);
+
+/** A table of contents set in columns: every row ends in a page number, never going down. */
+function isToc(block: readonly Line[][]): boolean {
+  const numbers = block.map((row) => {
+    const t = row.at(-1)?.text ?? '';
+    return /^\d{1,4}$/.test(t) ? Number(t) : NaN;
+  });
+  return numbers.every((n, i) => !Number.isNaN(n) && n >= (numbers[i - 1] ?? 0));
+}
+
+/** An index set in columns: most cells are index entries (`abs, 37`). */
+const isIndex = (block: readonly Line[][]) =>
+  block.flat().filter((c) => isIndexEntry(c.text)).length * 2 >= block.flat().length;
+
+/**
+ * One row's boxes as one line: a TOC entry and its page number, or a line of code and its comment
+ * (the gap kept as spaces, in the font's character width), so reading order keeps the row.
+ */
+function mergeRow(row: readonly Line[]): Line {
+  const [first, ...rest] = row;
+  if (first === undefined) throw new Error('empty row');
+  const merged = { ...first };
+  for (const cell of rest) {
+    const advance = (cell.x1 - cell.x0) / Math.max(1, cell.text.length);
+    const gap = cell.mono === true ? Math.round((cell.x0 - merged.x1) / advance) : 1;
+    merged.text += ' '.repeat(Math.max(1, gap)) + cell.text;
+    merged.x1 = Math.max(merged.x1, cell.x1);
+    merged.mono = merged.mono === true && cell.mono === true;
+    if (merged.font !== cell.font) merged.font = undefined;
+  }
+  return merged;
+}
 
 /** The GFM of rows laid on the columns of the first row. */
 function gfm(rows: readonly Line[][], lefts: number[], rights: number[]): string {
@@ -72,7 +108,9 @@ function varyingColumns(block: readonly Line[][], head: readonly Line[]): number
  * table starts; the other lines are returned as they were.
  */
 export function extractTables(lines: readonly Line[]): Line[] {
-  const rows = rowsOf(lines);
+  const rows = rowsOf(lines).map((row) =>
+    row.length > 1 && row.every((c) => c.mono === true) ? [mergeRow(row)] : row,
+  );
   const out: Line[] = [];
   let i = 0;
   while (i < rows.length) {
@@ -101,7 +139,9 @@ export function extractTables(lines: readonly Line[]): Line[] {
       block.length >= MIN_ROWS &&
       mean <= MAX_MEAN_CELL &&
       words <= MAX_MEAN_WORDS &&
-      varyingColumns(block, head) >= 2
+      varyingColumns(block, head) >= 2 &&
+      !isToc(block) &&
+      !isIndex(block)
     ) {
       const first = head[0] as Line;
       out.push({
@@ -117,6 +157,9 @@ export function extractTables(lines: readonly Line[]): Line[] {
           head.map((c) => c.x1),
         ),
       });
+      i = end + 1;
+    } else if (block.length >= MIN_ROWS && head.length === 2 && isToc(block)) {
+      out.push(...block.map(mergeRow));
       i = end + 1;
     } else {
       out.push(...head);
