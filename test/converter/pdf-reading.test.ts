@@ -137,12 +137,16 @@ describe('tables', () => {
 
   it('leaves contents and index pages set in columns, and code with comments, alone', () => {
     // A table of contents without leaders: titles, then page numbers that never go down.
-    const toc = ['Canvas size', 'Command-line editing', 'Comments', 'Coordinates'].flatMap(
-      (title, i) => [
-        line(title, 700 - 12 * i, 10, 90),
-        line(String(32 + i), 700 - 12 * i, 10, 500),
-      ],
-    );
+    const toc = [
+      'Canvas size',
+      'Command-line editing',
+      'Comments',
+      'Coordinates',
+      'Datafile',
+    ].flatMap((title, i) => [
+      line(title, 700 - 12 * i, 10, 90),
+      line(String(32 + i), 700 - 12 * i, 10, 500),
+    ]);
     // An index in two columns: terms with page numbers after a comma.
     const index = [0, 1, 2, 3].flatMap((i) => [
       line(`term${i}, ${37 + i}`, 600 - 12 * i, 9, 72),
@@ -161,6 +165,7 @@ describe('tables', () => {
       'Command-line editing 33',
       'Comments 34',
       'Coordinates 35',
+      'Datafile 36',
       ...[0, 1, 2, 3].map((i) => `term${i}, ${37 + i}`),
       ...[0, 1, 2, 3].map((i) => `other${i}, ${50 + i}, ${51 + i}`),
       [
@@ -169,6 +174,24 @@ describe('tables', () => {
         '```',
       ].join('\n'),
     ]);
+  });
+});
+
+describe('headings without an outline', () => {
+  it('a title ending in a number stays a heading beside table cells that end in numbers', () => {
+    const cell = (r: number, c: number) =>
+      line(`record ${r * 3 + c}`, 600 - 14 * r, 11, 72 + 150 * c);
+    const lines = [
+      line('Table group 1', 720, 14),
+      line('The values measured in the first run, one row per record of it.', 690),
+      ...[0, 1, 2, 3, 4, 5].flatMap((r) => [0, 1, 2].map((c) => cell(r, c))),
+      line('Table group 2', 480, 14),
+      line('The second run gave fewer values, and no table was made of them.', 450),
+    ];
+    const [markdown] = layoutPages([{ kind: 'text', lines }]);
+    const blocks = markdown?.split('\n\n') ?? [];
+    expect(blocks.filter((b) => b.startsWith('#'))).toEqual(['# Table group 1', '# Table group 2']);
+    expect(blocks.filter((b) => b.startsWith('|'))).toHaveLength(1);
   });
 });
 

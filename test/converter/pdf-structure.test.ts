@@ -36,13 +36,16 @@ describe('headings without an outline', () => {
           ['2 Reference 3', true],
           ['2.1 Options 3', false],
           ['Index 3', true],
-        ].map(([text, bold], i) => ({
-          x: 72,
-          y: 690 - 14 * i,
-          size: 10,
-          text: String(text),
-          bold: Boolean(bold),
-        })),
+        ].flatMap(([entry, bold], i) => {
+          // The page number right-aligned at the margin, as tables of contents set it.
+          const [, title = '', page = ''] = /^(.*) (\d+)$/.exec(String(entry)) ?? [];
+          const y = 690 - 14 * i;
+          return [
+            { x: 72, y, size: 10, text: title, bold: Boolean(bold) },
+            { x: 534, y, size: 10, text: page, bold: Boolean(bold) },
+          ];
+        }),
+        { x: 300, y: 40, size: 10, text: 'i' },
       ],
     },
     {

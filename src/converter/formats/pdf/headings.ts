@@ -27,16 +27,20 @@ const TRAILING_NUMBER = /\s(?:\d{1,4}|[ivxlc]{1,7})$/i;
 
 /**
  * The lines of a page that are table-of-contents or index entries: a dot leader, page numbers
- * after a comma, or (on a page where at least five and a third of the lines do so) a page number
- * at the end of the line.
+ * after a comma, or (on a page where a third of the lines do so) a page number at the end of the
+ * line, right-aligned with four others (table cells such as `record 5` are not aligned so).
  */
 export function contentsLines(lines: readonly Line[]): Set<Line> {
   const numbered = lines.filter((l) => TRAILING_NUMBER.test(l.text));
   const tocPage = numbered.length >= 5 && numbered.length * 3 >= lines.length;
+  const aligned = (l: Line) =>
+    numbered.filter((o) => Math.abs(o.x1 - l.x1) <= 0.2 * l.size).length >= 5;
   return new Set(
     lines.filter(
       (l) =>
-        isTocEntry(l.text) || isIndexEntry(l.text) || (tocPage && TRAILING_NUMBER.test(l.text)),
+        isTocEntry(l.text) ||
+        isIndexEntry(l.text) ||
+        (tocPage && TRAILING_NUMBER.test(l.text) && aligned(l)),
     ),
   );
 }
