@@ -167,7 +167,7 @@ function pageBlocks(
     if (first.table !== undefined) blocks.push({ md: first.table });
     else if (h === 0 && isCode(first) && para.length >= MIN_CODE_LINES)
       blocks.push({ md: codeBlock(para) });
-    else if (contents.has(first))
+    else if (contents.has(first) && !outline.has(first))
       blocks.push({ md: escapeParagraph(tocEntry(escapeMarkup(text))) });
     else if (h > 0 && text.length <= 200)
       blocks.push({ md: `${'#'.repeat(h)} ${escapeMarkup(text)}` });
