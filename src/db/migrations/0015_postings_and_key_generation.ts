@@ -23,6 +23,15 @@ export async function up(db: Kysely<unknown>, driver: Database['driver']): Promi
   )`.execute(db);
   await sql`insert into api_key_generation (id, generation) values (1, 0)`.execute(db);
   if (driver !== 'postgres') return;
+  // Every bump is announced to every instance (auth/revocations-postgres.ts), at commit.
+  await sql`create function aps_api_key_generation_notify() returns trigger
+    language plpgsql as $$
+    begin
+      perform pg_notify('aps_api_keys', json_build_object('e', 'generation', 'generation', new.generation)::text);
+      return null;
+    end $$`.execute(db);
+  await sql`create trigger api_key_generation_notify after update on api_key_generation
+    for each row execute function aps_api_key_generation_notify()`.execute(db);
   await sql`create table knowledge_fts_postings (
     lexeme text not null,
     document_id text not null,
