@@ -27,8 +27,11 @@ export class SqliteRevocations implements RevocationGeneration {
   private dataVersion = -1;
   private generation: number | null = null;
   private readonly read: () => number | null;
+  /** Prepared once: better-sqlite3's pragma() prepares a statement at every call. */
+  private readonly version: Statement<[], number>;
 
-  constructor(private readonly native: SqliteNative) {
+  constructor(native: SqliteNative) {
+    this.version = native.prepare<[], number>('pragma data_version').pluck();
     let statement: Statement<[], { generation: number }> | null = null;
     this.read = () => {
       try {
@@ -44,7 +47,7 @@ export class SqliteRevocations implements RevocationGeneration {
   }
 
   current(): number | null {
-    const version = this.native.pragma('data_version', { simple: true }) as number;
+    const version = this.version.get() ?? -1;
     if (version !== this.dataVersion || this.generation === null) {
       this.dataVersion = version;
       this.generation = this.read();
