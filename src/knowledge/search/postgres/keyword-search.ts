@@ -28,31 +28,30 @@ interface DocumentSlots {
   size: number;
 }
 
-/** The `limit` best (score, slot) pairs, best first, ties by slot (index order within a scan). */
+/**
+ * The `limit` best (score, slot) pairs, best first, ties by seq (index order, as SQLite's rowid).
+ * The limit-th best score is found on a typed copy of the scores first, so that only the slots
+ * reaching it are turned into objects and sorted.
+ */
 function topK(
   scores: Float64Array,
   touched: readonly number[],
   seqOf: (slot: number) => number,
   limit: number,
 ): { slot: number; seq: number; score: number }[] {
-  const all = touched.map((slot) => ({ slot, seq: seqOf(slot), score: scores[slot] ?? 0 }));
-  const better = (a: { seq: number; score: number }, b: { seq: number; score: number }) =>
-    b.score - a.score || a.seq - b.seq;
-  if (all.length <= limit * 4) return all.sort(better).slice(0, limit);
-  // A threshold first: the limit-th best score bounds what can enter, most candidates are dropped
-  // without a full sort.
-  const kept: typeof all = [];
   let floor = Number.NEGATIVE_INFINITY;
-  for (const c of all) {
-    if (c.score < floor) continue;
-    kept.push(c);
-    if (kept.length >= limit * 4) {
-      kept.sort(better);
-      kept.length = limit;
-      floor = kept[limit - 1]?.score ?? floor;
-    }
+  if (touched.length > limit) {
+    const values = new Float64Array(touched.length);
+    for (let i = 0; i < touched.length; i++) values[i] = scores[touched[i] as number] as number;
+    values.sort();
+    floor = values[values.length - limit] as number;
   }
-  return kept.sort(better).slice(0, limit);
+  const kept: { slot: number; seq: number; score: number }[] = [];
+  for (const slot of touched) {
+    const score = scores[slot] as number;
+    if (score >= floor) kept.push({ slot, seq: seqOf(slot), score });
+  }
+  return kept.sort((a, b) => b.score - a.score || a.seq - b.seq).slice(0, limit);
 }
 
 export class KeywordSearch {
@@ -109,10 +108,11 @@ export class KeywordSearch {
       if (entry === undefined) return;
       const w = idf(stats.n, entry.df);
       for (const { start, postings: p } of entry.rows) {
+        const { offsets, lengths, counts } = p;
         for (let i = 0; i < p.size; i++) {
-          const r = start + p.offset(i);
-          const f = p.count(i) / 2;
-          const d = p.length(i);
+          const r = start + (offsets[i] as number);
+          const f = (counts[i] as number) / 2;
+          const d = lengths[i] as number;
           const s = w * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
           if (target[r] === 0) hit.push(r);
           target[r] = (target[r] as number) + s;
@@ -212,7 +212,7 @@ export class KeywordSearch {
     const byDocument = new Map<string, DocumentSlots>();
     const packed = rows.map((row) => {
       const postings = new PackedPostings(row.postings);
-      const last = postings.size === 0 ? 0 : postings.offset(postings.size - 1);
+      const last = postings.size === 0 ? 0 : (postings.offsets[postings.size - 1] ?? 0);
       const doc = byDocument.get(row.document_id);
       if (doc === undefined) {
         byDocument.set(row.document_id, { base: row.base, start: 0, size: last + 1 });

@@ -48,26 +48,32 @@ export function packPostings(
   return buffer;
 }
 
-/** A packed postings row read back: per posting its seq offset, length and doubled count. */
+/** A packed postings row read back: typed-array columns of seq offsets, lengths and counts. */
 export class PackedPostings {
   readonly size: number;
+  readonly offsets: Uint32Array;
+  readonly lengths: Uint32Array;
+  readonly counts: Uint16Array;
 
-  constructor(private readonly buffer: Buffer) {
-    this.size = Math.floor(buffer.length / POSTING_BYTES);
-  }
-
-  offset(i: number): number {
-    return this.buffer.readUInt32LE(4 * i);
-  }
-
-  length(i: number): number {
-    return this.buffer.readUInt32LE(4 * (this.size + i));
-  }
-
-  count(i: number): number {
-    return this.buffer.readUInt16LE(8 * this.size + 2 * i);
+  constructor(buffer: Uint8Array) {
+    const n = Math.floor(buffer.length / POSTING_BYTES);
+    this.size = n;
+    // Views need 4-byte alignment (little-endian hosts only: the layout is little-endian).
+    const bytes = buffer.byteOffset % 4 === 0 && LITTLE_ENDIAN ? buffer : new Uint8Array(buffer);
+    if (!LITTLE_ENDIAN) {
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      this.offsets = Uint32Array.from({ length: n }, (_, i) => view.getUint32(4 * i, true));
+      this.lengths = Uint32Array.from({ length: n }, (_, i) => view.getUint32(4 * (n + i), true));
+      this.counts = Uint16Array.from({ length: n }, (_, i) => view.getUint16(8 * n + 2 * i, true));
+      return;
+    }
+    this.offsets = new Uint32Array(bytes.buffer, bytes.byteOffset, n);
+    this.lengths = new Uint32Array(bytes.buffer, bytes.byteOffset + 4 * n, n);
+    this.counts = new Uint16Array(bytes.buffer, bytes.byteOffset + 8 * n, n);
   }
 }
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /**
  * Writes the postings rows of a document from its chunks (all of them: rows are per document),
