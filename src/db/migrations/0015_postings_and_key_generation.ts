@@ -59,7 +59,7 @@ const LABEL_WEIGHT: Record<string, number> = {
  * weighted occurrences; a tsvector keeps at most 256 per lexeme, as the keyword search before
  * this migration counted them). A document indexed again writes its postings from its words.
  */
-async function backfill(db: Kysely<unknown>): Promise<void> {
+export async function backfill(db: Kysely<unknown>): Promise<void> {
   const client = {
     query: (text: string, params: unknown[] = []) =>
       db.executeQuery(CompiledQuery.raw(text, params)),
