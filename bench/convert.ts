@@ -7,6 +7,11 @@
  * and `tesseract` are on PATH, the same files go through them (one process per file, as they are
  * used) and the table shows how many times faster they are; otherwise "not installed".
  *
+ * First, unless `--only throughput`: the PDF comparison of bench/pdf/compare.ts (issue 17) against
+ * pdftotext, `pdftotext -layout` and tesseract on real Debian manuals, LibreOffice PDFs with known
+ * truth and scans; `--before <git ref>` adds that ref's converter as a column (before/after in one
+ * run; `--after <ref>` pins the after column to a ref instead of the working tree), `--manuals a,b` picks manuals, `--no-scans` skips OCR, `--only compare` stops after it.
+ *
  * Options: --pages N (text PDF pages, default 50), --scans N (scanned pages, default 3).
  * `--nesting` measures deeply nested documents instead (bench/convert-nesting.ts says how).
  */
@@ -18,6 +23,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { convertFile, DEFAULT_MAX_INPUT_BYTES } from '../src/converter/convert-file.js';
 import { benchNesting } from './convert-nesting.js';
+import { comparePdf } from './pdf/compare.js';
 import type { ConverterMeta } from '../src/converter/contract.js';
 import { renderText } from '../test/converter/fixtures/images.js';
 import { buildPdf, type PdfPage, type TextRun } from '../test/converter/fixtures/pdf-writer.js';
@@ -31,6 +37,12 @@ const { values } = parseArgs({
     baseline: { type: 'string' },
     depths: { type: 'string', default: '1000,5000,20000,100000' },
     timeout: { type: 'string', default: '60' },
+    only: { type: 'string' },
+    before: { type: 'string' },
+    after: { type: 'string' },
+    manuals: { type: 'string', default: 'asymptote,bzip2,nettle,gnuplot,valgrind' },
+    'no-scans': { type: 'boolean', default: false },
+    cache: { type: 'string', default: 'bench/.cache/pdf' },
   },
 });
 if (values.nesting) {
@@ -40,6 +52,16 @@ if (values.nesting) {
     timeoutSeconds: Number(values.timeout),
   });
   process.exit(0);
+}
+if (values.only !== 'throughput') {
+  await comparePdf({
+    cache: values.cache,
+    before: values.before,
+    after: values.after,
+    manuals: values.manuals.split(','),
+    scans: !values['no-scans'],
+  });
+  if (values.only === 'compare') process.exit(0);
 }
 const TEXT_PAGES = Number(values.pages);
 const SCANS = Number(values.scans);

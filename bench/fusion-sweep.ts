@@ -4,7 +4,7 @@
  *
  *   npx tsx bench/fusion-sweep.ts [--limit N] [--distractors 0] [--seed 42] [--dataset DIR]
  *     [--sets realdocs,scifact,paraphrase] [--dump] [--grid-h 0.1,0.2] [--grid-p 2,4]
- *     [--grid-w 0.9] [--grid-t 1,4]
+ *     [--grid-w 0.9] [--grid-t 1,4] [--grid-sw 0,0.15] [--grid-sg 0.1] [--save FILE]
  *
  * In process, for speed: each set is ingested through the product's path (storage → documents →
  * indexing: converter, chunker, embedder, SQLite), as bench/retrieval.ts does over HTTP; each
@@ -13,7 +13,7 @@
  * for every parameter setting. `--distractors N` adds the paraphrase set with N synthetic sections
  * beside its 50 passages. Progress goes to stderr, the table (markdown) to stdout.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -48,11 +48,15 @@ const { values } = parseArgs({
     sets: { type: 'string', default: 'realdocs,scifact,paraphrase' },
     /** Per-query lines (realdocs, paraphrase): r*, coverage, the answer's rank by BM25 and by cosine. */
     dump: { type: 'boolean', default: false },
+    /** Writes each query's evidence (candidates, cosines, judged keys) as JSON lines to this file. */
+    save: { type: 'string' },
     /** Comma-separated values of each FusionOptions axis (keywordHalf, steepness, denseWeight, trustScale). */
     'grid-h': { type: 'string' },
     'grid-p': { type: 'string' },
     'grid-w': { type: 'string' },
     'grid-t': { type: 'string' },
+    'grid-sw': { type: 'string' },
+    'grid-sg': { type: 'string' },
   },
 });
 const chosen = values.sets.split(',');
@@ -65,6 +69,8 @@ const TOP_K = 30;
 const CANDIDATES = Math.max(100, TOP_K * 4);
 
 interface Prepared extends Evidence {
+  id: string;
+  text: string;
   group: string;
   relevant: Set<string>;
   coverage: number;
@@ -144,7 +150,15 @@ async function prepare(set: EvalSet): Promise<Prepared[]> {
         }
         return key;
       };
-      queries.push({ group: q.group, relevant: q.relevant, coverage, keyOf, ...evidence });
+      queries.push({
+        id: q.id,
+        text,
+        group: q.group,
+        relevant: q.relevant,
+        coverage,
+        keyOf,
+        ...evidence,
+      });
     }
     return queries;
   } finally {
@@ -183,6 +197,41 @@ if (chosen.includes('scifact'))
   sets.push({ label: 'scifact', queries: await prepare(scifactSet(values.dataset, limit)) });
 if (chosen.includes('paraphrase'))
   sets.push({ label: 'paraphrase', queries: await prepare(paraphraseSet(undefined, limit)) });
+if (values.save !== undefined) {
+  const lines: string[] = [];
+  for (const { label, queries } of sets) {
+    for (const p of queries) {
+      const ids = new Set([...p.keyword, ...p.semantic].map((c) => c.chunkId));
+      lines.push(
+        JSON.stringify({
+          set: label,
+          id: p.id,
+          text: p.text,
+          group: p.group,
+          relevant: [...p.relevant],
+          keywordMax: p.keywordMax,
+          coverage: p.coverage,
+          keyword: p.keyword,
+          semantic: p.semantic,
+          cosine: Object.fromEntries([...ids].map((id) => [id, p.cosine.get(id) ?? null])),
+          keys: Object.fromEntries([...ids].map((id) => [id, p.keyOf(id)])),
+        }),
+      );
+    }
+  }
+  writeFileSync(values.save, lines.join('\n') + '\n');
+  log(`evidence of ${lines.length} queries written to ${values.save}`);
+  process.exit(0);
+}
+if (values.dump) {
+  for (const { label, queries } of sets) {
+    if (label === 'scifact') continue;
+    for (const p of queries) {
+      const top = fuse(p.keyword, p.semantic, p.cosine, p)[0]?.score ?? 0;
+      console.log(`${p.id}\ttop ${top.toFixed(3)}\t${p.text}`);
+    }
+  }
+}
 if (values.dump) {
   for (const { label, queries } of sets) {
     if (label === 'scifact') continue;
@@ -226,6 +275,8 @@ interface Evaluation {
   /** realdocs: top score p10 of answerable questions, median of unanswerable ones. */
   answerableP10: number;
   unanswerableMedian: number;
+  /** realdocs: the chance that an answerable question's top score beats an unanswerable one's. */
+  separation: number;
 }
 
 /** Mean metrics per set label and query group. */
@@ -265,6 +316,9 @@ function evaluate(rank: Ranker): Evaluation {
     keptAtHalf: a.filter((x) => x > median).length / Math.max(1, a.length),
     answerableP10: percentile(a, 0.1),
     unanswerableMedian: median,
+    separation:
+      a.reduce((sum, x) => sum + u.reduce((n, y) => n + (x > y ? 1 : x === y ? 0.5 : 0), 0), 0) /
+      Math.max(1, a.length * u.length),
   };
 }
 
@@ -306,10 +360,19 @@ for (const keywordHalf of axis('grid-h', [0.1, 0.15, 0.2, 0.25, 0.3, 0.4]))
   for (const steepness of axis('grid-p', [2, 3, 4, 5, 6]))
     for (const denseWeight of axis('grid-w', [0.75, 0.9]))
       for (const trustScale of axis('grid-t', [1, 4]))
-        grid.push({ keywordHalf, steepness, denseWeight, trustScale });
+        for (const standOutWeight of axis('grid-sw', [0, DEFAULT_FUSION.standOutWeight]))
+          for (const standOutGap of axis('grid-sg', [DEFAULT_FUSION.standOutGap]))
+            grid.push({
+              keywordHalf,
+              steepness,
+              denseWeight,
+              trustScale,
+              standOutWeight,
+              standOutGap,
+            });
 for (const options of grid) {
   rows.push({
-    label: `h ${options.keywordHalf}, p ${options.steepness}, w ${options.denseWeight}, t ${options.trustScale}`,
+    label: `h ${options.keywordHalf}, p ${options.steepness}, w ${options.denseWeight}, t ${options.trustScale}, S ${options.standOutWeight}/${options.standOutGap}`,
     options,
     e: evaluate((p) => fuse(p.keyword, p.semantic, p.cosine, p, options)),
   });
@@ -325,8 +388,15 @@ const show = (r: Row) =>
     r.e.answerableP10.toFixed(2),
     r.e.unanswerableMedian.toFixed(2),
     r.e.keptAtHalf.toFixed(2),
+    r.e.separation.toFixed(3),
   ].join(' | ');
-const header = [...COLUMNS.map((c) => c[0]), 'ans p10', 'unans median', 'kept @ unans median'];
+const header = [
+  ...COLUMNS.map((c) => c[0]),
+  'ans p10',
+  'unans median',
+  'kept @ unans median',
+  'separation',
+];
 console.log(`| fusion | ${header.join(' | ')} |`);
 console.log(`|---|${header.map(() => '---').join('|')}|`);
 for (const r of rows) {

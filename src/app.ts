@@ -15,6 +15,7 @@ import { healthRoutes } from './health/health.routes.js';
 import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
 import { mcpRoutes } from './mcp/mcp.routes.js';
 import { handleClientError, handleFrameworkError } from './http/client-errors.js';
+import { consoleRoot, consoleRoutes } from './http/console.js';
 import { guardConnections, serverOptions } from './http/connections.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
 import { registerLoadShedding } from './http/load-shedding.js';
@@ -97,6 +98,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await registerOpenApi(app);
 
   await app.register(healthRoutes, ctx);
+  // The web console's static assets (no auth: it signs in with a key and calls the API with a JWT).
+  await app.register(consoleRoutes, { apiPrefix: ctx.config.apiPrefix, root: consoleRoot() });
   await app.register(
     async (api) => {
       registerGuard(api, {

@@ -211,6 +211,13 @@ export const ENV_SCHEMA = Type.Object({
     default: 1000,
     description: 'Open events streams per instance; one more is answered 503 `OVERLOADED`.',
   }),
+  SEARCH_SNAPSHOT_DELAY_MS: Type.Integer({
+    minimum: -1,
+    maximum: 86_400_000,
+    default: 30_000,
+    description:
+      'SQLite: the in-process search indexes are saved to `search-snapshots/` beside the database this long after they changed, so a restart reads them instead of rebuilding them; -1: never.',
+  }),
   KNOWLEDGE_CONVERTER_PATH: Type.Optional(
     Type.String({
       minLength: 1,

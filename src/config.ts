@@ -79,6 +79,8 @@ export interface Config {
     urlAllowPrivate: boolean;
     eventsHeartbeatMs: number;
     eventsMaxStreams: number;
+    /** SQLite: quiet time before the search indexes are saved; null: never (-1). */
+    searchSnapshotDelayMs: number | null;
   };
   embedding: {
     provider: Env['EMBEDDING_PROVIDER'];
@@ -269,6 +271,7 @@ export function loadConfig(
       urlAllowPrivate: e.KNOWLEDGE_URL_ALLOW_PRIVATE === 'true',
       eventsHeartbeatMs: e.KNOWLEDGE_EVENTS_HEARTBEAT_MS,
       eventsMaxStreams: e.KNOWLEDGE_EVENTS_MAX_STREAMS,
+      searchSnapshotDelayMs: e.SEARCH_SNAPSHOT_DELAY_MS < 0 ? null : e.SEARCH_SNAPSHOT_DELAY_MS,
     },
     embedding: {
       provider: e.EMBEDDING_PROVIDER,

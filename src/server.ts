@@ -51,14 +51,15 @@ export async function startServer(
         'migration safety check failed: read-only mode',
       );
     const firstKey = await ensureInitialKeys(ctx, app.log);
-    await ctx.knowledge.start({ recover: !ctx.readOnly });
+    // The search indexes load after the server listens (readiness says when they are loaded).
+    await ctx.knowledge.start({ recover: !ctx.readOnly, searchInBackground: true });
     await app.listen({ port: config.port, host: config.host });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr !== null ? addr.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const address = `http://${host}:${port}`;
     print(
-      `Agent Platform Server listening on ${address} (API ${config.apiPrefix}, docs ${address}/docs)`,
+      `Agent Platform Server listening on ${address} (console ${address}/console/, API ${config.apiPrefix}, docs ${address}/docs)`,
     );
     if (firstKey !== null) {
       print('');

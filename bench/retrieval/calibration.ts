@@ -11,7 +11,8 @@ export interface CalibrationSample {
 }
 
 const THRESHOLDS = [
-  0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.82, 0.84, 0.86, 0.88, 0.9, 0.92, 0.94,
+  0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.72, 0.74, 0.75, 0.76, 0.77, 0.78, 0.8, 0.82, 0.84, 0.86,
+  0.88, 0.9, 0.92, 0.94,
 ];
 
 /** Markdown lines: percentiles of the top scores, then threshold → kept / dropped shares. */

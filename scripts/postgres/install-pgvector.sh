@@ -23,27 +23,9 @@ APT_LOCK_TIMEOUT="${APT_LOCK_TIMEOUT:-600}"
 log() { echo "[install-pgvector] $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# apt-get on the system's state, its output in <logfile>: waits while another apt or dpkg (an
-# unattended upgrade, a parallel provisioning step) holds the lock instead of failing at once.
-# apt waits for the dpkg lock itself (DPkg::Lock::Timeout); the loop also covers the locks it
-# does not wait for (the lists lock of `apt-get update` on older apt) and anything that slips by.
-apt_get() {
-  local logfile=$1
-  shift
-  local deadline=$((SECONDS + APT_LOCK_TIMEOUT))
-  while :; do
-    if apt-get -o "DPkg::Lock::Timeout=$APT_LOCK_TIMEOUT" "$@" >"$logfile" 2>&1; then
-      return 0
-    fi
-    if ((SECONDS < deadline)) \
-      && grep -qE 'Could not get lock|Unable to (acquire|lock)|is held by process|dpkg frontend lock' "$logfile"; then
-      log "another apt or dpkg holds the lock; retrying in 5 s (gives up after ${APT_LOCK_TIMEOUT}s)"
-      sleep 5
-      continue
-    fi
-    return 1
-  done
-}
+# apt_get <logfile> <args…>: apt-get that waits out another apt or dpkg holding the lock.
+# shellcheck source=/dev/null
+source "$(dirname "${BASH_SOURCE[0]}")/../apt.sh"
 
 installed_version() { sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" "$CONTROL"; }
 

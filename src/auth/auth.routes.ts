@@ -1,6 +1,7 @@
 /** Token issuance and the API-key lifecycle. Thin: schema → service → response. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { AppError } from '../errors.js';
 import { AUTHENTICATED_ERRORS, described, errorResponses } from '../http/schemas.js';
 import type { ApiKeyService } from './api-key.service.js';
 import { actorOf } from './auth.guard.js';
@@ -43,6 +44,29 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
       },
     },
     (request) => deps.tokens.issue(request.body.apiKey, request.body.agentId),
+  );
+
+  app.post(
+    '/auth/token/refresh',
+    {
+      config: {
+        access: 'L2',
+        mutates: false,
+        rateLimit: { max: deps.tokenRateLimitPerMinute, timeWindow: 60_000 },
+      },
+      schema: {
+        summary: 'A fresh JWT for the caller (same key, subject and level), without the API key',
+        tags: ['auth'],
+        response: {
+          200: described('The new token and when it expires.', TokenResponseSchema),
+          ...errorResponses(...AUTHENTICATED_ERRORS),
+        },
+      },
+    },
+    (request) => {
+      if (request.principal === null) throw new AppError('AUTH_UNAUTHORIZED');
+      return deps.tokens.refresh(request.principal);
+    },
   );
 
   app.get(

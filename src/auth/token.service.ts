@@ -37,20 +37,37 @@ export class TokenService {
   async issue(rawKey: string, agentId?: string): Promise<IssuedToken> {
     const principal = await this.apiKeys.verify(rawKey);
     if (principal === null) throw new AppError('AUTH_INVALID_API_KEY');
+    return this.mint(principal.apiKeyId, principal.level, agentId ?? principal.apiKeyId);
+  }
+
+  /**
+   * A fresh token for a caller already authenticated (by a JWT the guard verified, so its key is
+   * still active): same key, subject and the key's current level, a new full lifetime. Lets a
+   * client that does not keep the key (the console) stay signed in.
+   */
+  refresh(principal: Principal): Promise<IssuedToken> {
+    return this.mint(principal.apiKeyId, principal.level, principal.subject);
+  }
+
+  private async mint(
+    apiKeyId: string,
+    level: Principal['level'],
+    subject: string,
+  ): Promise<IssuedToken> {
     const now = Math.floor(Date.now() / 1000);
     const exp = now + this.ttlSeconds;
-    const token = await new SignJWT({ apiKeyId: principal.apiKeyId, level: principal.level })
+    const token = await new SignJWT({ apiKeyId, level })
       .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
       .setIssuer(ISSUER)
-      .setSubject(agentId ?? principal.apiKeyId)
+      .setSubject(subject)
       .setIssuedAt(now)
       .setExpirationTime(exp)
       .sign(this.key);
     return {
       token,
       tokenType: 'Bearer',
-      apiKeyId: principal.apiKeyId,
-      level: principal.level,
+      apiKeyId,
+      level,
       expiresAt: new Date(exp * 1000).toISOString(),
     };
   }

@@ -56,8 +56,10 @@ export interface KnowledgeModule {
    * files removed, files of deleted documents swept, runs a crash or restart interrupted queued
    * again. Then the search indexes are loaded (the first query should not pay for it; a failure
    * only delays it to the first search) and the embedding model starts loading in the background.
+   * With `searchInBackground` (the server) the indexes load after start() returns: the server
+   * listens at once, readiness says when they are loaded, and searches wait for them.
    */
-  start(options: { recover: boolean }): Promise<void>;
+  start(options: { recover: boolean; searchInBackground?: boolean }): Promise<void>;
   /**
    * Whether the search indexes are loaded (readiness). False until `start()` loaded them; when
    * that failed, each call while none is under way starts another load in the background.
@@ -78,8 +80,27 @@ async function createStorage(
   return new PostgresStorage(database.pool, scratchDir);
 }
 
-async function createChunkStore(database: Database): Promise<ChunkStore> {
-  if (database.driver === 'sqlite') return new SqliteChunkStore(database.native);
+async function createChunkStore(
+  config: Config,
+  database: Database,
+  log: FastifyBaseLogger,
+): Promise<ChunkStore> {
+  if (database.driver === 'sqlite') {
+    const delayMs = config.knowledge.searchSnapshotDelayMs;
+    const file = database.native.name;
+    // An in-memory database has no directory to keep snapshots in.
+    const snapshots =
+      delayMs === null || file === ':memory:' || file === ''
+        ? null
+        : {
+            databaseFile: file,
+            delayMs,
+            log: (message: string, fields?: Record<string, unknown>) => {
+              log.info(fields, message);
+            },
+          };
+    return new SqliteChunkStore(database.native, { snapshots });
+  }
   const { PostgresChunkStore } = await import('./search/postgres/postgres-chunk-store.js');
   return new PostgresChunkStore(database.pool);
 }
@@ -99,7 +120,7 @@ export async function createKnowledgeModule(
     database.db,
     database.driver === 'sqlite' ? sqliteDocumentSql : postgresDocumentSql,
   );
-  const store = await createChunkStore(database);
+  const store = await createChunkStore(config, database, log);
   const commands = loadCommands(config.knowledge);
   const converter = createPooledConverter(config.knowledge);
   const pipeline = new IndexPipeline({
@@ -191,10 +212,11 @@ export async function createKnowledgeModule(
     uploadMaxBytes: config.knowledge.uploadMaxBytes,
     batchMaxFiles: config.knowledge.batchMaxFiles,
     converterStatus: () => converterStatus(config.knowledge),
-    async start({ recover: shouldRecover }) {
+    async start({ recover: shouldRecover, searchInBackground = false }) {
       if (shouldRecover) await recover();
       search.started = true;
-      await warmSearch();
+      if (searchInBackground) void warmSearch();
+      else await warmSearch();
       // Loads (on the very first start, builds) the embedding model in the background.
       embedder.ready().catch((error: unknown) => {
         log.error({ err: error }, 'the embedding model could not be loaded');
@@ -208,7 +230,7 @@ export async function createKnowledgeModule(
     async close() {
       await documents.close();
       await events.close();
-      await Promise.all([embedder.close(), converter.close()]);
+      await Promise.all([embedder.close(), converter.close(), store.close?.()]);
     },
   };
 }

@@ -70,6 +70,7 @@ export function knowledgeConfig(overrides: Partial<Config['knowledge']> = {}): C
     urlAllowPrivate: false,
     eventsHeartbeatMs: 15_000,
     eventsMaxStreams: 1000,
+    searchSnapshotDelayMs: null,
     ...overrides,
   };
 }

@@ -218,7 +218,55 @@ describe('POST /auth/token', () => {
       await new Promise((r) => setTimeout(r, 10));
     } while (Date.now() < deadline);
     expect(status).toEqual({ key: 401, jwt: 401 });
+    // Refreshing the cached token is refused too.
+    const refreshed = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/token/refresh'),
+      headers: bearer(jwt),
+    });
+    expect(refreshed.statusCode).toBe(401);
     expect((await listKeys(bearer(t.key))).statusCode).toBe(200);
+  });
+
+  it('refresh: a JWT gets a new one (same key, subject and level); revoked or missing → 401', async () => {
+    const other = await createKey('L2');
+    const first = (await token(other.apiKey, 'agent-7')).json<{ token: string }>().token;
+    const refresh = (headers: Record<string, string>) =>
+      t.app.inject({ method: 'POST', url: url('/auth/token/refresh'), headers });
+    const claimsOf = (jwt: string) =>
+      JSON.parse(new TextDecoder().decode(base64url.decode(jwt.split('.')[1]!))) as Record<
+        string,
+        unknown
+      >;
+    const res = await refresh(bearer(first));
+    expect(res.statusCode).toBe(200);
+    const body = res.json<{ token: string; apiKeyId: string; level: string; expiresAt: string }>();
+    expect(body).toMatchObject({ tokenType: 'Bearer', apiKeyId: other.id, level: 'L2' });
+    expect(claimsOf(body.token)).toMatchObject({ sub: 'agent-7', apiKeyId: other.id, level: 'L2' });
+    expect(Date.parse(body.expiresAt)).toBeGreaterThan(Date.now() + 14 * 60 * 1000);
+    // The new token keeps the key's level (L0 routes stay closed to it) and can be refreshed in
+    // turn; an L0 key's refreshed token opens L0 routes.
+    expect((await listKeys(bearer(body.token))).statusCode).toBe(403);
+    expect((await refresh(bearer(body.token))).statusCode).toBe(200);
+    const admin = (await token(t.key)).json<{ token: string }>().token;
+    const renewed = (await refresh(bearer(admin))).json<{ token: string }>().token;
+    expect((await listKeys(bearer(renewed))).statusCode).toBe(200);
+    // No credentials, or a token whose key was revoked: no new token.
+    expect((await refresh({})).json()).toMatchObject({
+      statusCode: 401,
+      code: 'AUTH_UNAUTHORIZED',
+    });
+    const revoke = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/api-keys/revoke'),
+      headers: bearer(t.key),
+      payload: { id: other.id },
+    });
+    expect(revoke.statusCode).toBe(200);
+    expect((await refresh(bearer(body.token))).json()).toMatchObject({
+      statusCode: 401,
+      code: 'AUTH_UNAUTHORIZED',
+    });
   });
 
   it('is rate-limited per client address with the error body', async () => {

@@ -161,6 +161,7 @@ describe('OpenAPI', () => {
         '/health',
         '/health/ready',
         '/auth/token',
+        '/auth/token/refresh',
         '/auth/api-keys',
         '/auth/api-keys/create',
         '/auth/api-keys/revoke',

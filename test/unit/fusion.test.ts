@@ -7,6 +7,7 @@ import {
   fuse,
   keywordEvidence,
   keywordScore,
+  standOutFactor,
 } from '../../src/knowledge/fusion.js';
 import { B, idf, K1, maxBm25 } from '../../src/knowledge/search/bm25.js';
 import type { Candidate } from '../../src/knowledge/search/chunk-store.js';
@@ -23,6 +24,8 @@ const options = fc.record({
   steepness: fc.integer({ min: 1, max: 8 }),
   denseWeight: fc.integer({ min: 0, max: 100 }).map((n) => n / 100),
   trustScale: fc.integer({ min: 1, max: 16 }).map((n) => n / 4),
+  standOutWeight: fc.integer({ min: 0, max: 50 }).map((n) => n / 100),
+  standOutGap: fc.integer({ min: 1, max: 50 }).map((n) => n / 100),
 });
 
 /**
@@ -94,24 +97,25 @@ describe('fuse', () => {
     );
   });
 
-  it('scores a passage between its keyword evidence K and K + denseWeight × coverage × (1 − best K)', () => {
+  it('scores a passage between S × K and S × (K + denseWeight × coverage × (1 − best K))', () => {
     fc.assert(
       fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
         const K = (b: number) => keywordEvidence(b, query.keywordMax, o);
         const best = Math.max(0, ...keyword.map((k) => K(k.score)));
         const room = o.denseWeight * query.coverage * (1 - best);
+        const S = standOutFactor(keyword, query.keywordMax, o);
         const bm25Of = new Map(keyword.map((k) => [k.chunkId, k.score]));
         for (const c of fuse(keyword, semantic, cosine, query, o)) {
           const evidence = K(bm25Of.get(c.chunkId) ?? 0);
-          expect(c.score).toBeGreaterThanOrEqual(evidence);
-          expect(c.score).toBeLessThanOrEqual(evidence + room + 1e-12);
+          expect(c.score).toBeGreaterThanOrEqual(evidence * S);
+          expect(c.score).toBeLessThanOrEqual((evidence + room) * S + 1e-12);
         }
       }),
       { numRuns: 300 },
     );
   });
 
-  it("raising a passage's BM25 (or making it a keyword match) never lowers its score or rank", () => {
+  it("raising a passage's BM25 (or making it a keyword match) never lowers its rank or its score before S", () => {
     fc.assert(
       fc.property(
         // Small pools, so that the raised passage is often the best keyword match.
@@ -132,8 +136,15 @@ describe('fuse', () => {
           // The query's attainable maximum is the query's, not the passages': it stays.
           const after = fuse(raised, semantic, cosine, query, o);
           const scoreOf = (list: Candidate[]) => list[rankOf(list, id)]!.score;
-          expect(scoreOf(after)).toBeGreaterThanOrEqual(scoreOf(before) - 1e-12);
           expect(rankOf(after, id)).toBeLessThanOrEqual(rankOf(before, id));
+          // Before S (weight 0); with S, too, where the passage was already the best match (its
+          // lead can only grow). Otherwise closing in on the best shrinks the query's S.
+          const noS = { ...o, standOutWeight: 0 };
+          expect(scoreOf(fuse(raised, semantic, cosine, query, noS))).toBeGreaterThanOrEqual(
+            scoreOf(fuse(keyword, semantic, cosine, query, noS)) - 1e-12,
+          );
+          if (keyword.every((k) => k.chunkId === id || k.score < old))
+            expect(scoreOf(after)).toBeGreaterThanOrEqual(scoreOf(before) - 1e-12);
         },
       ),
       { numRuns: 1000 },
@@ -185,11 +196,14 @@ describe('fuse', () => {
           const scoreIn = (list: Candidate[], id: string) => list[rankOf(list, id)]!.score;
           for (const c of less)
             expect(c.score).toBeLessThanOrEqual(scoreIn(full, c.chunkId) + 1e-15);
-          // The model understood nothing: every score is the keyword evidence alone.
+          // The model understood nothing: every score is the keyword evidence alone (times S).
           const none = fuse(keyword, semantic, cosine, { ...query, coverage: 0 }, o);
           const bm25Of = new Map(keyword.map((k) => [k.chunkId, k.score]));
+          const S = standOutFactor(keyword, query.keywordMax, o);
           for (const c of none) {
-            expect(c.score).toBe(keywordEvidence(bm25Of.get(c.chunkId) ?? 0, query.keywordMax, o));
+            expect(c.score).toBe(
+              keywordEvidence(bm25Of.get(c.chunkId) ?? 0, query.keywordMax, o) * S,
+            );
           }
         },
       ),
@@ -215,8 +229,12 @@ describe('fuse', () => {
             denseWeight: 1,
           },
         );
+        // Without a keyword match S is 1 − standOutWeight.
+        const S = 1 - o.standOutWeight;
         expect(semanticOnly).toEqual(
-          semantic.map((s) => ({ chunkId: s.chunkId, score: Math.max(0, s.score) })).sort(byScore),
+          semantic
+            .map((s) => ({ chunkId: s.chunkId, score: Math.max(0, s.score) * S }))
+            .sort(byScore),
         );
       }),
     );
@@ -258,7 +276,9 @@ describe('fuse', () => {
       { keywordMax: 80, coverage: 0.95 },
     );
     expect(paraphrase.map((c) => c.chunkId)).toEqual(['meaning', 'common-word']);
-    expect(paraphrase[0]!.score).toBeCloseTo(0.9 * 0.95 * 0.8, 1);
+    // Its one match leads by 4 / 80 = 0.05 of what the query could score: S = 1 − 0.15 × 0.5.
+    const room = 0.9 * 0.95 * (1 - keywordEvidence(4, 80));
+    expect(paraphrase[0]!.score).toBeCloseTo(room * 0.8 * 0.925, 12);
     // A tiny collection where every idf collapses to ~0: even a full match says nothing (T ≈ 0),
     // the cosine ranks, and a match without a vector still scores above 0.
     const collapsed = fuse(
@@ -290,12 +310,59 @@ describe('fuse', () => {
     }
   });
 
+  it('scales every score of a query by one S: the order is the order without it', () => {
+    fc.assert(
+      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+        const without = fuse(keyword, semantic, cosine, query, { ...o, standOutWeight: 0 });
+        const withS = fuse(keyword, semantic, cosine, query, o);
+        const S = standOutFactor(keyword, query.keywordMax, o);
+        expect(S).toBeGreaterThanOrEqual(1 - o.standOutWeight);
+        expect(S).toBeLessThanOrEqual(1);
+        // Same order, except where rounding makes two scores equal (then by id, like any tie).
+        const plain = new Map(without.map((c) => [c.chunkId, c.score]));
+        for (let i = 1; i < withS.length; i++) {
+          const [a, b] = [withS[i - 1]!, withS[i]!];
+          if (a.score !== b.score)
+            expect(plain.get(a.chunkId)!).toBeGreaterThan(plain.get(b.chunkId)!);
+        }
+        for (const c of withS) expect(c.score).toBeCloseTo(plain.get(c.chunkId)! * S, 12);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('S: 1 when the best match leads the next by standOutGap × M; exact duplicates do not count', () => {
+    const o = DEFAULT_FUSION; // weight 0.15, gap 0.1
+    const k = (chunkId: string, score: number) => ({ chunkId, score });
+    // M 40: the best (20) leads the next (10) by 0.25 M → 1.
+    expect(standOutFactor([k('a', 20), k('b', 10)], 40, o)).toBe(1);
+    // Leads by 1 / 40 = 0.025 M: a quarter of the gap → 1 − 0.15 × 0.75.
+    expect(standOutFactor([k('a', 20), k('b', 19)], 40, o)).toBeCloseTo(0.8875, 12);
+    // An exact duplicate of the best is the same passage twice: the lead is over 19.
+    expect(standOutFactor([k('a', 20), k('a2', 20), k('b', 19)], 40, o)).toBeCloseTo(0.8875, 12);
+    // A lone match leads by its own score; no match at all: 1 − weight.
+    expect(standOutFactor([k('a', 2)], 40, o)).toBeCloseTo(1 - 0.15 * 0.5, 12);
+    expect(standOutFactor([], 40, o)).toBe(0.85);
+    // An on-topic question the documents do not answer scores lower than one they answer with
+    // the same evidence, where its best match does not stand out.
+    const cosine = new Map([
+      ['a', 0.7],
+      ['b', 0.7],
+    ]);
+    const query = { keywordMax: 40, coverage: 0.9 };
+    const answered = fuse([k('a', 12), k('b', 6)], [], cosine, query);
+    const common = fuse([k('a', 12), k('b', 11.5)], [], cosine, query);
+    expect(common[0]!.score).toBeLessThan(answered[0]!.score - 0.1);
+  });
+
   it('keeps the documented defaults and the keyword-mode score', () => {
     expect(DEFAULT_FUSION).toEqual({
       keywordHalf: 0.2,
       steepness: 3,
       denseWeight: 0.9,
       trustScale: 4,
+      standOutWeight: 0.15,
+      standOutGap: 0.1,
     });
     expect(keywordScore(16)).toBeCloseTo(0.55, 10);
     expect(keywordScore(0)).toBe(0.1);

@@ -8,15 +8,25 @@ import { normalizeText } from './text.js';
 /**
  * Joins the lines of one paragraph. A hyphen between two lowercase letters at a line end is a
  * word split by the layout (`organi-` + `zation` → `organization`); before a capital or a digit it
- * is part of the word (`North-` + `East` → `North-East`). Soft hyphens always go.
+ * is part of the word (`North-` + `East` → `North-East`). Soft hyphens always go. `keepHyphen`,
+ * when given, keeps a hyphen between lowercase letters it says belongs to the word.
  */
-export function joinLines(lines: readonly string[]): string {
+export function joinLines(
+  lines: readonly string[],
+  keepHyphen?: (head: string, tail: string) => boolean,
+): string {
   let out = '';
   for (const raw of lines) {
     const line = raw.trim();
     if (line === '') continue;
     if (out === '') out = line;
-    else if (out.endsWith('\u00AD') || (/\p{Ll}-$/u.test(out) && /^\p{Ll}/u.test(line))) {
+    else if (
+      keepHyphen !== undefined &&
+      /\p{Ll}-$/u.test(out) &&
+      keepHyphen(/(\p{L}+)-$/u.exec(out)?.[1] ?? '', /^\p{L}+/u.exec(line)?.[0] ?? '')
+    ) {
+      out += line;
+    } else if (out.endsWith('\u00AD') || (/\p{Ll}-$/u.test(out) && /^\p{Ll}/u.test(line))) {
       out = out.slice(0, -1) + line;
     } else if (/[\p{L}\p{N}]-$/u.test(out)) out += line;
     else out += ` ${line}`;

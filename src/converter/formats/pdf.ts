@@ -29,6 +29,7 @@ import {
 import { withPageMarkers } from './paragraphs.js';
 import { layoutPages, type PageContent } from './pdf/layout.js';
 import { hasUsableText, toLines, type Line, type TextRun } from './pdf/lines.js';
+import { entriesByPage, type OutlineEntry } from './pdf/outline.js';
 
 // pdf.js loads its data files (standard fonts, CMaps, wasm decoders) from paths; in Node a plain
 // directory path with a trailing slash.
@@ -89,12 +90,54 @@ async function renderPage(
   }
 }
 
+/** At most this many outline entries are read (a hostile outline may be huge or cyclic). */
+const MAX_OUTLINE_ENTRIES = 20_000;
+
+type OutlineNode = Awaited<ReturnType<PDFDocumentProxy['getOutline']>>[number];
+
+/**
+ * The outline (bookmarks) as entries with the page each points to; [] when there is none or it
+ * cannot be read (headings then come from the text alone).
+ */
+async function readOutline(doc: PDFDocumentProxy): Promise<OutlineEntry[]> {
+  const entries: OutlineEntry[] = [];
+  const visit = async (nodes: OutlineNode[], level: number): Promise<void> => {
+    for (const node of nodes) {
+      if (entries.length >= MAX_OUTLINE_ENTRIES) return;
+      try {
+        const dest =
+          typeof node.dest === 'string' ? await doc.getDestination(node.dest) : node.dest;
+        const target: unknown = dest?.[0];
+        const index =
+          typeof target === 'number'
+            ? target
+            : typeof target === 'object' && target !== null
+              ? await doc.getPageIndex(target as Parameters<PDFDocumentProxy['getPageIndex']>[0])
+              : -1;
+        if (index >= 0) entries.push({ title: node.title, level, page: index + 1 });
+      } catch {
+        // a broken destination costs that entry only
+      }
+      await visit(node.items as OutlineNode[], level + 1);
+    }
+  };
+  try {
+    // Typed as an array; null when the PDF has no outline.
+    const outline = (await doc.getOutline()) as OutlineNode[] | null;
+    await visit(outline ?? [], 1);
+  } catch {
+    return [];
+  }
+  return entries;
+}
+
 interface Run {
   doc: PDFDocumentProxy;
   command: 'auto' | 'text' | 'ocr';
   limits: ConvertLimits;
   ocr: OcrSession;
   timings: Record<string, number>;
+  outline: Map<number, OutlineEntry[]>;
   /** Pages by what happened to them, for the warnings. */
   noText: number[];
   lowDpi: number[];
@@ -115,7 +158,9 @@ async function convertPage(run: Run, page: PDFPageProxy): Promise<PageContent> {
     lines = toLines(items.filter((i): i is TextItem => 'str' in i).map(textRun));
     addTime(run.timings, 'text', started);
   }
-  if (run.command !== 'ocr' && hasUsableText(lines)) return { kind: 'text', lines };
+  if (run.command !== 'ocr' && hasUsableText(lines)) {
+    return { kind: 'text', lines, outline: run.outline.get(page.pageNumber) };
+  }
   if (run.command === 'text') {
     run.noText.push(page.pageNumber);
     return { kind: 'text', lines: [] };
@@ -145,6 +190,7 @@ export const convertPdf: BinaryConverter = async (path, { command, lang, limits,
     limits,
     timings,
     ocr: new OcrSession(lang, timings),
+    outline: new Map(),
     noText: [],
     lowDpi: [],
   };
@@ -157,6 +203,7 @@ export const convertPdf: BinaryConverter = async (path, { command, lang, limits,
         `the PDF has ${count} pages; the converter accepts at most ${limits.maxPages} (APS_CONVERT_MAX_PAGES)`,
       );
     }
+    if (command !== 'ocr') run.outline = entriesByPage(await readOutline(doc));
     // One page at a time: its text, render and OCR image are released before the next one.
     for (let n = 1; n <= count; n++) {
       let page: PDFPageProxy | undefined;

@@ -172,6 +172,8 @@ export interface ChunkStore {
    * returns how many chunks that covered. Stores that search in the database do nothing.
    */
   warm(model: string): Promise<number>;
+  /** Stops the store's background work (SQLite: saving the search indexes). */
+  close?(): Promise<void>;
   /**
    * Replaces the document's chunks and index rows and marks it indexed (version + 1): searches
    * see the old chunks until the new ones replace them in one step.

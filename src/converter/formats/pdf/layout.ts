@@ -7,6 +7,9 @@
  */
 import { escapeParagraph, joinLines } from '../paragraphs.js';
 import { letters, median, readingOrder, topDown, type Line } from './lines.js';
+import { extractTables } from './tables.js';
+import { combineAccents, escapeMarkup, keepsHyphen, vocabulary } from './text-fixes.js';
+import { outlineHeadings, type OutlineEntry } from './outline.js';
 import {
   dropPageNumbers,
   isTocEntry,
@@ -20,7 +23,8 @@ const HEADING_RATIO = 1.2;
 const BULLET = /^[•◦▪‣●■·]\s*/u;
 
 /** One page as read: lines of its text layer to lay out, or the markdown OCR made of it. */
-export type PageContent = { kind: 'text'; lines: Line[] } | { kind: 'ocr'; markdown: string };
+export type PageContent =
+  { kind: 'text'; lines: Line[]; outline?: OutlineEntry[] } | { kind: 'ocr'; markdown: string };
 
 /**
  * Running headers and footers: the same text at the same height at the top or bottom of a page,
@@ -115,7 +119,10 @@ function pageToMarkdown(
   body: number,
   levels: Map<number, number>,
   numbered: NumberedLevels,
+  entries: readonly OutlineEntry[] = [],
+  words: ReadonlySet<string> = new Set(),
 ): string {
+  const outline = outlineHeadings(lines, entries);
   const gaps = lines.flatMap((l, i) => {
     const gap = (lines[i - 1]?.y ?? Infinity) - l.y;
     return gap > 0.8 * body && gap < 3 * body ? [gap] : [];
@@ -123,15 +130,22 @@ function pageToMarkdown(
   const leading = median(gaps) ?? 1.2 * body;
   const titles = numberedTitles(lines, body, leading);
   const level = (l: Line) =>
-    titles.has(l) ? numbered.level(sectionDepth(l.text)) : sizeLevel(l, body, levels);
+    outline.get(l)?.level ??
+    (titles.has(l) ? numbered.level(sectionDepth(l.text)) : sizeLevel(l, body, levels));
   const blocks: string[] = [];
   let para: Line[] = [];
   const flush = () => {
     const first = para[0];
     if (first === undefined) return;
-    const text = joinLines(para.map((l) => l.text));
+    const text = escapeMarkup(
+      joinLines(
+        para.map((l) => l.text),
+        (head, tail) => keepsHyphen(words, head, tail),
+      ),
+    );
     const h = level(first);
-    if (isTocEntry(first.text)) blocks.push(escapeParagraph(tocEntry(text)));
+    if (first.table !== undefined) blocks.push(first.table);
+    else if (isTocEntry(first.text)) blocks.push(escapeParagraph(tocEntry(text)));
     else if (h > 0 && text.length <= 200) blocks.push(`${'#'.repeat(h)} ${text}`);
     else if (BULLET.test(text)) blocks.push(`- ${text.replace(BULLET, '')}`);
     else blocks.push(escapeParagraph(text));
@@ -140,28 +154,18 @@ function pageToMarkdown(
   for (const line of lines) {
     const [first, prev] = [para[0], para.at(-1)];
     if (first !== undefined && prev !== undefined) {
-      const gap = prev.y - line.y;
-      const right = Math.max(...para.map((l) => l.x1));
-      // The second line of a numbered title set larger than the text goes on the title.
-      const titleGoesOn =
-        titles.has(first) &&
-        !titles.has(line) &&
-        first.size >= 1.05 * body &&
-        Math.abs(first.size - line.size) <= 0.05 * body;
-      const heading = level(prev) > 0 && (level(line) > 0 || titleGoesOn);
-      const ends =
-        isTocEntry(prev.text) ||
-        isTocEntry(line.text) ||
-        titles.has(line) ||
-        (!titleGoesOn && level(prev) !== level(line)) ||
-        Math.abs(prev.size - line.size) > 0.15 * body ||
-        gap <= 0 ||
-        gap > 1.3 * Math.max(leading, prev.size) ||
-        BULLET.test(line.text) ||
-        // A heading's lines may be centred: its indents say nothing.
-        (!heading && !BULLET.test(first.text) && line.x0 > prev.x0 + line.size) ||
-        (para.length > 1 && /[.!?:]$/.test(prev.text) && prev.x1 < right - 3 * prev.size);
-      if (ends) flush();
+      const [o, oPrev] = [outline.get(line), outline.get(prev)];
+      if (line.table !== undefined || prev.table !== undefined) flush();
+      else {
+        // An outline title: a block of its own, its wrapped lines kept together.
+        const ends =
+          o?.first === true ||
+          (oPrev !== undefined && o === undefined) ||
+          (o === undefined &&
+            oPrev === undefined &&
+            endsParagraph(para, prev, line, { body, leading, titles, level }));
+        if (ends) flush();
+      }
     }
     para.push(line);
   }
@@ -169,11 +173,54 @@ function pageToMarkdown(
   return blocks.join('\n\n');
 }
 
+interface ParagraphRules {
+  body: number;
+  leading: number;
+  titles: Set<Line>;
+  level: (l: Line) => number;
+}
+
+/** Whether `line` starts a new block after the paragraph `para` (whose last line is `prev`). */
+function endsParagraph(
+  para: readonly Line[],
+  prev: Line,
+  line: Line,
+  { body, leading, titles, level }: ParagraphRules,
+): boolean {
+  const first = para[0];
+  if (first === undefined) return false;
+  const gap = prev.y - line.y;
+  const right = Math.max(...para.map((l) => l.x1));
+  // The second line of a numbered title set larger than the text goes on the title.
+  const titleGoesOn =
+    titles.has(first) &&
+    !titles.has(line) &&
+    first.size >= 1.05 * body &&
+    Math.abs(first.size - line.size) <= 0.05 * body;
+  const heading = level(prev) > 0 && (level(line) > 0 || titleGoesOn);
+  return (
+    isTocEntry(prev.text) ||
+    isTocEntry(line.text) ||
+    titles.has(line) ||
+    (!titleGoesOn && level(prev) !== level(line)) ||
+    Math.abs(prev.size - line.size) > 0.15 * body ||
+    gap <= 0 ||
+    gap > 1.3 * Math.max(leading, prev.size) ||
+    BULLET.test(line.text) ||
+    // A heading's lines may be centred: its indents say nothing.
+    (!heading && !BULLET.test(first.text) && line.x0 > prev.x0 + line.size) ||
+    (para.length > 1 && /[.!?:]$/.test(prev.text) && prev.x1 < right - 3 * prev.size)
+  );
+}
+
 /** Markdown of every page, with the text-layer pages laid out against each other. */
 export function layoutPages(pages: readonly PageContent[]): string[] {
   const textPages = pages.flatMap((p) => (p.kind === 'text' ? [p.lines] : []));
   const body = bodySize(textPages);
-  const kept = dropRepeated(textPages, body).map(dropPageNumbers);
+  const kept = dropRepeated(textPages, body)
+    .map(dropPageNumbers)
+    .map((lines) => lines.map((l) => ({ ...l, text: combineAccents(l.text) })));
+  const words = vocabulary(kept.flat().map((l) => l.text));
   const headingSizes = [
     ...new Set(
       kept
@@ -192,6 +239,13 @@ export function layoutPages(pages: readonly PageContent[]): string[] {
   return pages.map((p) =>
     p.kind === 'ocr'
       ? p.markdown
-      : pageToMarkdown(readingOrder(kept[next++] ?? []), body, levels, numbered),
+      : pageToMarkdown(
+          readingOrder(extractTables(kept[next++] ?? [])),
+          body,
+          levels,
+          numbered,
+          p.outline,
+          words,
+        ),
   );
 }

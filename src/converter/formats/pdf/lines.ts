@@ -27,6 +27,10 @@ export interface Line {
   /** Baseline, PDF units (upwards). */
   y: number;
   size: number;
+  /** Top of a block taller than a line (a table), PDF units; else `y + size`. */
+  top?: number;
+  /** A table found on the page (tables.ts): its GFM, emitted as it is. */
+  table?: string;
 }
 
 /** The middle value; sorts `values` in place. */
@@ -36,7 +40,45 @@ export const topDown = (a: Line, b: Line) => b.y - a.y || a.x0 - b.x0;
 /** How many letters and digits `text` has. */
 export const letters = (text: string) => text.match(/[\p{L}\p{N}]/gu)?.length ?? 0;
 
-/** Text runs → lines: runs on one baseline, split where a gap is wide enough to be a gutter. */
+/**
+ * Whether a wide gap on a row is a gutter (columns, table cells) rather than the stretched word
+ * space of a justified line: the rows just above and below with text near it have no text across
+ * it either.
+ * A row with no neighbours splits at any wide gap.
+ */
+function isGutter(
+  rows: readonly Line[][],
+  r: number,
+  from: number,
+  to: number,
+  size: number,
+): boolean {
+  const row = rows[r];
+  const y = row?.[0]?.y ?? 0;
+  // The strip just after the left text or just before the right text must be free on the
+  // neighbours (a column's edge); word spaces of justified lines fall elsewhere on each line.
+  const reach = Math.min(0.5 * (to - from), size);
+  const strips = [
+    [from + 0.1 * size, from + reach],
+    [to - reach, to - 0.1 * size],
+  ] as const;
+  let near = 0;
+  let covered = 0;
+  for (let k = Math.max(0, r - 4); k <= Math.min(rows.length - 1, r + 4); k++) {
+    const other = rows[k];
+    if (k === r || other === undefined || Math.abs((other[0]?.y ?? 0) - y) > 4 * size) continue;
+    // Only rows with text around the gap say anything (not the other column's rows).
+    if (!other.some((run) => run.x0 < to + 3 * size && run.x1 > from - 3 * size)) continue;
+    near++;
+    if (strips.every(([a, b]) => other.some((run) => run.x0 < b && run.x1 > a))) covered++;
+  }
+  return near === 0 || covered * 2 < near;
+}
+
+/**
+ * Text runs → lines: runs on one baseline, split where a gap is wide enough to be a gutter (and
+ * the neighbouring rows agree; a justified line's wide word spaces stay spaces).
+ */
 export function toLines(items: readonly TextRun[]): Line[] {
   const runs = items
     .filter((item) => item.str.trim() !== '')
@@ -48,14 +90,29 @@ export function toLines(items: readonly TextRun[]): Line[] {
       size: item.size,
     }))
     .sort(topDown);
-  const lines: Line[] = [];
+  const rows: Line[][] = [];
   let row: Line[] = [];
-  const flushRow = () => {
-    row.sort((a, b) => a.x0 - b.x0);
+  for (const run of runs) {
+    const first = row[0];
+    if (first !== undefined && Math.abs(first.y - run.y) > 0.5 * Math.min(first.size, run.size)) {
+      rows.push(row.sort((a, b) => a.x0 - b.x0));
+      row = [];
+    }
+    row.push(run);
+  }
+  if (row.length > 0) rows.push(row.sort((a, b) => a.x0 - b.x0));
+  const lines: Line[] = [];
+  rows.forEach((runsOfRow, r) => {
     let line: Line | undefined;
-    for (const run of row) {
+    for (const run of runsOfRow) {
       const gap = line === undefined ? 0 : run.x0 - line.x1;
-      if (line === undefined || gap > 1.5 * run.size) {
+      // Wider than 3 em is never a word space; between 1.5 and 3 em the neighbours decide.
+      // The smaller size decides: a letter heading of an index beside an entry of the other column.
+      const size = Math.min(line?.size ?? run.size, run.size);
+      if (
+        line === undefined ||
+        (gap > 1.5 * size && (gap > 3 * size || isGutter(rows, r, line.x1, run.x0, size)))
+      ) {
         line = { ...run };
         lines.push(line);
         continue;
@@ -65,16 +122,7 @@ export function toLines(items: readonly TextRun[]): Line[] {
       line.x1 = Math.max(line.x1, run.x1);
       line.size = Math.max(line.size, run.size);
     }
-    row = [];
-  };
-  for (const run of runs) {
-    const first = row[0];
-    if (first !== undefined && Math.abs(first.y - run.y) > 0.5 * Math.min(first.size, run.size)) {
-      flushRow();
-    }
-    row.push(run);
-  }
-  flushRow();
+  });
   for (const line of lines) line.text = line.text.replace(/\s+/g, ' ').trim();
   return lines;
 }
@@ -111,7 +159,7 @@ function widestGap(
 function extent(lines: readonly Line[]): [number, number] {
   return [
     Math.min(...lines.map((l) => l.y - 0.25 * l.size)),
-    Math.max(...lines.map((l) => l.y + l.size)),
+    Math.max(...lines.map((l) => l.top ?? l.y + l.size)),
   ];
 }
 
@@ -137,7 +185,7 @@ export function readingOrder(lines: readonly Line[]): Line[] {
   }
   const bands = widestGap(
     lines,
-    (l) => -(l.y + l.size),
+    (l) => -(l.top ?? l.y + l.size),
     (l) => -(l.y - 0.25 * l.size),
   );
   if (bands === null) return [...lines].sort(topDown);

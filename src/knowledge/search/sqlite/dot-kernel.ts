@@ -224,6 +224,16 @@ export class Int8Matrix {
     return this.bytes.subarray(start, start + this.dims);
   }
 
+  /** Rows 0..rows-1 (reserved) as one view, `rowBytes` per row. */
+  rows(rows: number): Int8Array {
+    return this.bytes.subarray(0, rows * this.rowBytes);
+  }
+
+  /** Bytes reserved (rows, the scan's output and its query). */
+  get byteLength(): number {
+    return this.memory.buffer.byteLength;
+  }
+
   /** Copies row `from` over row `to`. */
   copyRow(from: number, to: number): void {
     this.bytes.copyWithin(to * this.rowBytes, from * this.rowBytes, (from + 1) * this.rowBytes);

@@ -148,7 +148,8 @@ export class Fts5Lexer {
     return this.lexemeList[id] ?? '';
   }
 
-  private intern(lexeme: string): number {
+  /** The id of a lexeme, given one when it has none (a snapshot's vocabulary is mapped so). */
+  intern(lexeme: string): number {
     let id = this.ids.get(lexeme);
     if (id === undefined) {
       id = this.lexemeList.length;

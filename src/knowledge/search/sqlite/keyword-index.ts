@@ -10,26 +10,12 @@
  * The FTS5 table stays the source of truth; the chunk store loads this index from it and keeps
  * it in step (like the vector index).
  */
-import { B, COLUMN_WEIGHTS, idf as idfOf, K1, maxBm25 } from '../bm25.js';
+import { idf as idfOf, B, K1, maxBm25 } from '../bm25.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
+import { KeywordStore, type KeywordState } from './keyword-store.js';
 import { TopK } from './top-k.js';
 
-/**
- * The bm25() weights of the indexed columns (document_name, section_path, content) doubled:
- * integers, so a row's weighted count fits a Uint16.
- */
-const DOUBLED_WEIGHTS = [COLUMN_WEIGHTS.name, COLUMN_WEIGHTS.section, COLUMN_WEIGHTS.content].map(
-  (w) => w * 2,
-);
-
-export interface KeywordRow {
-  rowid: number;
-  chunkId: string;
-  documentId: string;
-  projectId: string | null;
-  /** The lexeme ids of document_name, section_path and content. */
-  columns: readonly [Int32Array, Int32Array, Int32Array];
-}
+export type { KeywordRow, KeywordState } from './keyword-store.js';
 
 /** The scope of one search: project number (-2: any), allowed documents by number (null: any). */
 interface Scope {
@@ -44,229 +30,37 @@ interface KeywordHit extends DocumentCandidate {
   score: number;
 }
 
-const NO_ROWS = new Int32Array(0);
-const NO_COUNTS = new Uint16Array(0);
+/**
+ * Row numbers a search collects, in a buffer kept from one search to the next: a common word
+ * matches most rows, and a fresh array per search (8 bytes a row, grown by copies) was garbage
+ * enough to make the heap grow under queries.
+ */
+class RowList {
+  rows = new Int32Array(1024);
+  length = 0;
 
-export class KeywordIndex {
-  // Postings by lexeme id: the rows containing it and its doubled weighted count in each.
-  private postingRows: Int32Array[] = [];
-  private postingCounts: Uint16Array[] = [];
-  private postingLengths = new Int32Array(0);
-  /** Per-row tally by lexeme id while adding, all zero between rows. */
-  private tally = new Int32Array(0);
-  // Per row (row numbers ascend with rowids, as rows are added in rowid order).
-  private rowids = new Float64Array(0);
-  private chunkIds: string[] = [];
-  private documentOf = new Int32Array(0);
-  private projectOf = new Int32Array(0);
-  private lengths = new Int32Array(0);
-  private alive = new Uint8Array(0);
-  /** Score accumulator of a search, all zero between searches. */
-  private scratch = new Float64Array(0);
-  /** A group's scores and lexeme counts per row while it is scored, all zero otherwise. */
-  private groupScores = new Float64Array(0);
-  private groupSeen = new Int32Array(0);
-  private capacity = 0;
-  private count = 0;
-  private dead = 0;
-  private tokens = 0;
-  private readonly documentNumbers = new Map<string, number>();
-  /** Document number → id. */
-  private readonly documentIds: string[] = [];
-  private readonly projectNumbers = new Map<string, number>();
-  private readonly rowsOfDocument = new Map<number, number[]>();
-
-  /** Live rows: FTS5's N. */
-  get size(): number {
-    return this.count - this.dead;
-  }
-
-  private static number(map: Map<string, number>, key: string): number {
-    let n = map.get(key);
-    if (n === undefined) map.set(key, (n = map.size));
-    return n;
-  }
-
-  private reserve(rows: number): void {
-    if (rows <= this.capacity) return;
-    const capacity = Math.max(rows, Math.ceil(this.capacity * 1.5), 1024);
-    const grow = <T extends Float64Array | Int32Array | Uint8Array>(old: T, next: T): T => {
-      next.set(old.subarray(0, this.count));
-      return next;
-    };
-    this.rowids = grow(this.rowids, new Float64Array(capacity));
-    this.documentOf = grow(this.documentOf, new Int32Array(capacity));
-    this.projectOf = grow(this.projectOf, new Int32Array(capacity));
-    this.lengths = grow(this.lengths, new Int32Array(capacity));
-    this.alive = grow(this.alive, new Uint8Array(capacity));
-    this.scratch = new Float64Array(capacity);
-    this.groupScores = new Float64Array(capacity);
-    this.groupSeen = new Int32Array(capacity);
-    this.capacity = capacity;
-  }
-
-  /** Adds rows; their rowids must be above every rowid already added. */
-  add(rows: readonly KeywordRow[]): void {
-    this.reserve(this.count + rows.length);
-    const lexemes: number[] = [];
-    for (const row of rows) {
-      const r = this.count++;
-      const document = KeywordIndex.number(this.documentNumbers, row.documentId);
-      this.documentIds[document] = row.documentId;
-      this.rowids[r] = row.rowid;
-      this.chunkIds[r] = row.chunkId;
-      this.documentOf[r] = document;
-      this.projectOf[r] =
-        row.projectId === null ? -1 : KeywordIndex.number(this.projectNumbers, row.projectId);
-      this.alive[r] = 1;
-      let length = 0;
-      lexemes.length = 0;
-      let tally: Int32Array = this.tally;
-      for (let column = 0; column < 3; column++) {
-        const ids = row.columns[column] as Int32Array;
-        const weight = DOUBLED_WEIGHTS[column] as number;
-        length += ids.length;
-        for (let i = 0; i < ids.length; i++) {
-          const id = ids[i] as number;
-          if (id >= tally.length) tally = this.growLexemes(id + 1);
-          const before = tally[id] as number;
-          if (before === 0) lexemes.push(id);
-          tally[id] = before + weight;
-        }
-      }
-      this.lengths[r] = length;
-      this.tokens += length;
-      for (const id of lexemes) {
-        this.post(id, r, tally[id] as number);
-        tally[id] = 0;
-      }
-      let list = this.rowsOfDocument.get(document);
-      if (list === undefined) this.rowsOfDocument.set(document, (list = []));
-      list.push(r);
+  push(r: number): void {
+    if (this.length === this.rows.length) {
+      const rows = new Int32Array(this.rows.length * 2);
+      rows.set(this.rows);
+      this.rows = rows;
     }
+    this.rows[this.length++] = r;
   }
+}
 
-  /** Makes room for lexeme ids below `size`; returns the new tally. */
-  private growLexemes(size: number): Int32Array {
-    const capacity = Math.max(size, this.tally.length * 2, 1024);
-    const tally = new Int32Array(capacity);
-    tally.set(this.tally);
-    this.tally = tally;
-    const lengths = new Int32Array(capacity);
-    lengths.set(this.postingLengths);
-    this.postingLengths = lengths;
-    for (let id = this.postingRows.length; id < capacity; id++) {
-      this.postingRows.push(NO_ROWS);
-      this.postingCounts.push(NO_COUNTS);
-    }
-    return tally;
-  }
-
-  private post(id: number, row: number, doubled: number): void {
-    const length = this.postingLengths[id] as number;
-    let rows = this.postingRows[id] as Int32Array;
-    let counts = this.postingCounts[id] as Uint16Array;
-    if (length === rows.length) {
-      rows = new Int32Array(Math.max(4, length * 2));
-      rows.set(this.postingRows[id] as Int32Array);
-      counts = new Uint16Array(rows.length);
-      counts.set(this.postingCounts[id] as Uint16Array);
-      this.postingRows[id] = rows;
-      this.postingCounts[id] = counts;
-    }
-    rows[length] = row;
-    // A chunk would need 21,845 occurrences of one word in its name to saturate this.
-    counts[length] = Math.min(doubled, 0xffff);
-    this.postingLengths[id] = length + 1;
-  }
-
-  /** Gives back the room lists grew into (after a bulk load: about a third of their memory). */
-  trim(): void {
-    for (let id = 0; id < this.postingRows.length; id++) {
-      const length = this.postingLengths[id] as number;
-      const rows = this.postingRows[id] as Int32Array;
-      if (rows.length === length) continue;
-      this.postingRows[id] = length === 0 ? NO_ROWS : rows.slice(0, length);
-      this.postingCounts[id] =
-        length === 0 ? NO_COUNTS : (this.postingCounts[id] as Uint16Array).slice(0, length);
-    }
-  }
+export class KeywordIndex extends KeywordStore {
+  private readonly touched = new RowList();
+  private readonly groupRows = new RowList();
 
   /**
-   * Gives the rows of document `from` (a run's staged rows) to document `to`, whose own rows must
-   * be deleted first: numbers are swapped, no row is touched.
+   * An index holding a snapshot's rows. Row arrays are copied; posting lists are kept as given
+   * (views of the snapshot's buffer), their lexeme ids mapped through `lexemeIds`.
    */
-  renameDocument(from: string, to: string): void {
-    const document = this.documentNumbers.get(from);
-    if (document === undefined) return;
-    const previous = this.documentNumbers.get(to);
-    // `from` keeps a number (without rows): numbers are allocated by the map's size.
-    const spare = previous ?? this.documentIds.length;
-    this.documentNumbers.set(from, spare);
-    this.documentIds[spare] = from;
-    this.documentNumbers.set(to, document);
-    this.documentIds[document] = to;
-    if (previous !== undefined) this.rowsOfDocument.delete(previous);
-  }
-
-  deleteDocument(documentId: string): void {
-    const document = this.documentNumbers.get(documentId);
-    const rows = document === undefined ? undefined : this.rowsOfDocument.get(document);
-    if (document === undefined || rows === undefined) return;
-    this.rowsOfDocument.delete(document);
-    for (const r of rows) {
-      if (this.alive[r] !== 1) continue;
-      this.alive[r] = 0;
-      this.tokens -= this.lengths[r] ?? 0;
-      this.dead++;
-    }
-    if (this.dead > 1024 && this.dead * 4 > this.count) this.compact();
-  }
-
-  /** Drops the deleted rows from every list and renumbers the live ones, keeping their order. */
-  private compact(): void {
-    const renumber = new Int32Array(this.count).fill(-1);
-    let to = 0;
-    for (let from = 0; from < this.count; from++) {
-      if (this.alive[from] !== 1) continue;
-      renumber[from] = to;
-      this.rowids[to] = this.rowids[from] ?? 0;
-      this.chunkIds[to] = this.chunkIds[from] ?? '';
-      this.documentOf[to] = this.documentOf[from] ?? 0;
-      this.projectOf[to] = this.projectOf[from] ?? 0;
-      this.lengths[to] = this.lengths[from] ?? 0;
-      this.alive[to] = 1;
-      to++;
-    }
-    this.alive.fill(0, to, this.count);
-    this.chunkIds.length = to;
-    this.count = to;
-    this.dead = 0;
-    for (let id = 0; id < this.postingRows.length; id++) {
-      const rows = this.postingRows[id] as Int32Array;
-      const counts = this.postingCounts[id] as Uint16Array;
-      const length = this.postingLengths[id] as number;
-      let kept = 0;
-      for (let i = 0; i < length; i++) {
-        const r = renumber[rows[i] as number] as number;
-        if (r < 0) continue;
-        rows[kept] = r;
-        counts[kept] = counts[i] as number;
-        kept++;
-      }
-      this.postingLengths[id] = kept;
-      if (kept === 0) {
-        this.postingRows[id] = NO_ROWS;
-        this.postingCounts[id] = NO_COUNTS;
-      }
-    }
-    this.rowsOfDocument.clear();
-    for (let r = 0; r < this.count; r++) {
-      const document = this.documentOf[r] ?? 0;
-      let list = this.rowsOfDocument.get(document);
-      if (list === undefined) this.rowsOfDocument.set(document, (list = []));
-      list.push(r);
-    }
+  static fromState(state: KeywordState, lexemeIds: Int32Array): KeywordIndex {
+    const index = new KeywordIndex();
+    index.restore(state, lexemeIds);
+    return index;
   }
 
   /** Live rows holding the lexeme (FTS5's n(t)); 0 for -1 or an unknown id. */
@@ -318,14 +112,16 @@ export class KeywordIndex {
       if (!any) return [];
     }
     const scope: Scope = { project, allowed, avgdl: this.tokens / n };
-    const touched: number[] = [];
+    const touched = this.touched;
+    touched.length = 0;
     for (const group of groups) {
       if (group.length === 1) this.scoreLexeme(group[0] ?? -1, scope, this.scratch, touched);
       else this.scoreGroup(group, scope, touched);
     }
     const scores = this.scratch;
     const top = new TopK(Math.min(limit, touched.length));
-    for (const r of touched) {
+    for (let i = 0; i < touched.length; i++) {
+      const r = touched.rows[i] as number;
       top.push(scores[r] as number, r);
       scores[r] = 0;
     }
@@ -345,7 +141,7 @@ export class KeywordIndex {
     id: number,
     scope: Scope,
     scores: Float64Array,
-    touched: number[],
+    touched: RowList,
     seen?: Int32Array,
   ): boolean {
     if (id < 0 || id >= this.postingRows.length) return false;
@@ -375,17 +171,19 @@ export class KeywordIndex {
   }
 
   /** Scores an all-of group: its lexemes' terms count only in the rows holding every one. */
-  private scoreGroup(group: readonly number[], scope: Scope, touched: number[]): void {
+  private scoreGroup(group: readonly number[], scope: Scope, touched: RowList): void {
     const partial = this.groupScores;
     const seen = this.groupSeen;
-    const rows: number[] = [];
+    const rows = this.groupRows;
+    rows.length = 0;
     let complete = true;
     for (const id of group) {
       complete = this.scoreLexeme(id, scope, partial, rows, seen);
       if (!complete) break;
     }
     const scores = this.scratch;
-    for (const r of rows) {
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows.rows[i] as number;
       // A row holding every lexeme of the group counted group.length of them (repeats too).
       if (complete && seen[r] === group.length) {
         if (scores[r] === 0) touched.push(r);

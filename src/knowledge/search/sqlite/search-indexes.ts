@@ -18,13 +18,13 @@ import { VectorIndex, type IndexRow } from './vector-index.js';
 import { asFloat32 } from './vector-tables.js';
 
 /** An in-process copy of an index and the chunk generation it reflects. */
-interface Loaded<T> {
+export interface Loaded<T> {
   index: T;
   generation: number;
 }
 
 /** A keyword row as read from the FTS5 table or written to it, before tokenizing. */
-type KeywordText = [
+export type KeywordText = [
   rowid: number,
   chunkId: string,
   documentId: string,
@@ -49,6 +49,12 @@ export interface AddedRows {
 /** Rows read per batch when a copy is loaded. */
 const LOAD_BATCH = 2048;
 
+/**
+ * The document ids under which a run's staged rows are kept (sqlite-chunk-writes.ts): no search
+ * returns them, and a copy restored from a snapshot drops them (their run ended with the process).
+ */
+export const STAGED_PREFIX = '\u0000staged:';
+
 const NONE = new Int32Array(0);
 
 /** The section path and content lexemes of each chunk, in one lexer batch. */
@@ -61,7 +67,7 @@ export function tokenizeChunksNow(chunks: readonly NewChunk[]): ChunkLexemes[] {
 }
 
 /** Tokenizes FTS5 rows into keyword index rows, in one lexer batch. */
-function keywordRows(texts: readonly KeywordText[]): KeywordRow[] {
+export function keywordRows(texts: readonly KeywordText[]): KeywordRow[] {
   const ids = sharedLexer().tokenize(texts.flatMap((t) => [t[4], t[5], t[6]]));
   return texts.map(([rowid, chunkId, documentId, projectId], i) => ({
     rowid,
@@ -91,7 +97,7 @@ function* batches<T>(rows: Iterable<T>): Generator<T[]> {
  */
 export const CURRENT = `c.run_token is d.chunk_token and d.status <> 'deleting'`;
 
-const KEYWORD_SELECT = `select c.fts_rowid, c.id, c.document_id, d.project_id, f.document_name,
+export const KEYWORD_SELECT = `select c.fts_rowid, c.id, c.document_id, d.project_id, f.document_name,
     f.section_path, f.content
   from knowledge_chunks c join knowledge_chunks_fts f on f.rowid = c.fts_rowid
   join knowledge_documents d on d.id = c.document_id
@@ -99,12 +105,14 @@ const KEYWORD_SELECT = `select c.fts_rowid, c.id, c.document_id, d.project_id, f
 
 export class SearchIndexes {
   /** Vector copies by table name. */
-  private readonly vectors = new Map<string, Loaded<VectorIndex>>();
-  private keyword: Loaded<KeywordIndex> | undefined;
+  readonly vectors = new Map<string, Loaded<VectorIndex>>();
+  keyword: Loaded<KeywordIndex> | undefined;
   /** By staging key: the copies that hold every slice staged so far. */
   private readonly staged = new Map<string, Set<object>>();
+  /** Called when a copy changed (index-loader.ts writes snapshots after a while). */
+  onChange: () => void = () => undefined;
 
-  constructor(private readonly statement: Statements) {}
+  constructor(readonly statement: Statements) {}
 
   /** The chunk generation (migration 0006): bumped by every change to knowledge_chunks. */
   generation(): number {
@@ -119,7 +127,7 @@ export class SearchIndexes {
   }
 
   /** The documents whose chunks changed after `generation` (migration 0007's change log). */
-  private changedSince(generation: number): string[] {
+  changedSince(generation: number): string[] {
     return this.statement(
       'select document_id from knowledge_search_changes where generation > ? order by document_id',
     )
@@ -144,6 +152,7 @@ export class SearchIndexes {
     for (const documentId of changed) loaded.index.deleteDocument(documentId);
     addDocuments(loaded.index, changed);
     loaded.generation = generation;
+    this.onChange();
     return loaded;
   }
 
@@ -231,6 +240,7 @@ export class SearchIndexes {
    * (behind another process's writes) catch up on their next search, this write included.
    */
   applyWrite(before: number, after: number, documentId: string, added?: AddedRows): void {
+    this.onChange();
     const keyword = this.keyword;
     if (keyword?.generation === before) {
       keyword.index.deleteDocument(documentId);
@@ -281,6 +291,7 @@ export class SearchIndexes {
    * their next search (the flip recorded the document as changed).
    */
   flip(before: number, after: number, documentId: string, key: string): void {
+    this.onChange();
     const holders = this.staged.get(key) ?? new Set();
     this.staged.delete(key);
     const keyword = this.keyword;
@@ -302,7 +313,7 @@ export class SearchIndexes {
     for (const loaded of this.vectors.values()) loaded.index.deleteDocument(key);
   }
 
-  private copies(): Loaded<KeywordIndex | VectorIndex>[] {
+  copies(): Loaded<KeywordIndex | VectorIndex>[] {
     return [...(this.keyword === undefined ? [] : [this.keyword]), ...this.vectors.values()];
   }
 }

@@ -24,10 +24,18 @@ import { queryWordGroups } from '../query-terms.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
 import { sharedLexer } from './fts5-lexer.js';
 import { buildFtsQuery, FTS5_BM25 } from './fts-query.js';
+import type { SnapshotOptions } from './index-snapshots.js';
+import { IndexLoader } from './index-loader.js';
 import { CURRENT, SearchIndexes } from './search-indexes.js';
 import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { statementCache, type Statements } from './statements.js';
 import { asFloat32, VectorTables } from './vector-tables.js';
+import { STRING_BYTES } from './vector-index.js';
+
+export interface SqliteChunkStoreOptions {
+  /** Where and when the search indexes are saved (index-snapshots.ts); null: never. */
+  snapshots?: SnapshotOptions | null;
+}
 
 /** `and …` conditions for the scope (documents `d`, chunks `c`). */
 function scopeSql(scope: IndexScope, params: unknown[]): string {
@@ -48,12 +56,19 @@ export class SqliteChunkStore implements ChunkStore {
   private readonly tables: VectorTables;
   private readonly indexes: SearchIndexes;
   private readonly writes: SqliteChunkWrites;
+  private readonly loader: IndexLoader;
+  /** The start-up load of the indexes while it runs: searches wait for it. */
+  private loading: Promise<void> | undefined;
 
-  constructor(private readonly db: BetterSqlite3.Database) {
+  constructor(
+    private readonly db: BetterSqlite3.Database,
+    options: SqliteChunkStoreOptions = {},
+  ) {
     registerSqliteFilter(db);
     this.statement = statementCache(db);
     this.tables = new VectorTables(db);
     this.indexes = new SearchIndexes(this.statement);
+    this.loader = new IndexLoader(this.indexes, options.snapshots ?? null);
     this.writes = new SqliteChunkWrites(db, this.statement, this.tables, this.indexes);
   }
 
@@ -87,9 +102,39 @@ export class SqliteChunkStore implements ChunkStore {
     return true;
   }
 
+  /** Stops saving the indexes (a snapshot being written is abandoned: the last one stays). */
+  async close(): Promise<void> {
+    await this.loader.close();
+  }
+
+  /** Writes a snapshot of every loaded index that changed since its last one, now. */
+  saveIndexes(): Promise<void> {
+    return this.loader.flush();
+  }
+
+  /** Bytes held by each in-process structure (bench:scale). */
+  memoryReport(): Record<string, number> {
+    const report: Record<string, number> = {};
+    const add = (part: Record<string, number>) => {
+      for (const [name, bytes] of Object.entries(part)) report[name] = (report[name] ?? 0) + bytes;
+    };
+    if (this.indexes.keyword !== undefined)
+      add(this.indexes.keyword.index.memoryReport(STRING_BYTES));
+    for (const { index } of this.indexes.vectors.values()) add(index.memoryReport());
+    return report;
+  }
+
   // --- reading ----------------------------------------------------------------------------------
 
+  /**
+   * Loads the indexes without holding the event loop (from their snapshots when they may be
+   * used, else from the tables in slices), then brings them up to date in one read.
+   */
   async warm(model: string): Promise<number> {
+    this.loading ??= this.loader.load(this.tables.ofModel(model)).finally(() => {
+      this.loading = undefined;
+    });
+    await this.loading;
     return this.db
       .transaction(() => {
         for (const t of this.tables.ofModel(model)) this.indexes.vectorIndex(t.table, t.dimensions);
@@ -99,6 +144,9 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
+    // While the start-up load runs, a search waits for it (it would otherwise load on its own);
+    // if the load fails, the search loads what it needs itself.
+    if (this.loading !== undefined) await this.loading.catch(() => undefined);
     // A deferred transaction in WAL mode: every statement inside sees the same snapshot.
     return this.db
       .transaction(() => {

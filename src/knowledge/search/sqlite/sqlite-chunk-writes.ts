@@ -21,7 +21,12 @@ import type { IndexCommit, NewChunk } from '../chunk-store.js';
 import { markIndexedSql } from '../chunk-store.js';
 import { segmentWords } from '../segment.js';
 import { sharedLexer } from './fts5-lexer.js';
-import { tokenizeChunksNow, type AddedRows, type SearchIndexes } from './search-indexes.js';
+import {
+  STAGED_PREFIX,
+  tokenizeChunksNow,
+  type AddedRows,
+  type SearchIndexes,
+} from './search-indexes.js';
 import type { Statements } from './statements.js';
 import type { VectorTables } from './vector-tables.js';
 
@@ -49,7 +54,7 @@ const PURGEABLE = `(d.status = 'deleting' or (c.run_token is not d.chunk_token
   and (d.index_token is null or c.run_token is not d.index_token)))`;
 
 /** The in-process copies' key of a run's staged rows. */
-const stagingKey = (token: string) => `\u0000staged:${token}`;
+const stagingKey = (token: string) => `${STAGED_PREFIX}${token}`;
 
 interface StagedDocument {
   name: string;

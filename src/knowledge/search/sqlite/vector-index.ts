@@ -11,6 +11,7 @@
 import { Int8Matrix } from './dot-kernel.js';
 import { TopK } from './top-k.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
+import { Numbering } from './numbering.js';
 
 /**
  * Candidates re-scored exactly per result wanted (at least MIN_RESCORED). The int8 pass keeps
@@ -20,6 +21,11 @@ import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
 const OVERSAMPLE = 2;
 const MIN_RESCORED = 256;
 
+/** Estimates for memoryReport: a 36-character id string, a pointer, a Map entry (V8, 64-bit). */
+export const STRING_BYTES = 56;
+export const POINTER_BYTES = 8;
+export const MAP_ENTRY_BYTES = 40;
+
 export interface IndexRow {
   chunkId: string;
   documentId: string;
@@ -27,13 +33,33 @@ export interface IndexRow {
   vector: Float32Array;
 }
 
+/** A vector index's rows as plain arrays, for a snapshot (index-snapshots.ts). */
+export interface VectorState {
+  dims: number;
+  count: number;
+  /** Chunk id per row, '' for a deleted row. */
+  ids: string[];
+  /** Document and project key numbers per row, and the ids and keys they stand for. */
+  documentOf: Int32Array;
+  projectOf: Int32Array;
+  documentIds: string[];
+  projectKeys: string[];
+  floats: Float32Array;
+  scales: Float32Array;
+  int8: Int8Array;
+}
+
 export class VectorIndex {
   /** Row → chunk id; '' for a deleted row (compacted away later). */
   private ids: string[] = [];
-  private documents: string[] = [];
-  private projects: string[] = [];
+  /** Row → document and project key numbers (Numbers: one string per document, not per row). */
+  private documentOf = new Int32Array(0);
+  private projectOf = new Int32Array(0);
+  private readonly documents = new Numbering();
+  private readonly projects = new Numbering();
   private readonly rowOf = new Map<string, number>();
-  private readonly rowsOf = new Map<string, number[]>();
+  /** Rows by document number. */
+  private readonly rowsOf = new Map<number, number[]>();
   /** Normalised vectors, `dims` per row. */
   private floats: Float32Array;
   /** Per row: max |component| / 127, the int8 row's scale back to the normalised vector. */
@@ -42,6 +68,8 @@ export class VectorIndex {
   private capacity = 0;
   private count = 0;
   private dead = 0;
+  /** Bumped by every change: a snapshot being written from live arrays is void when it moved. */
+  mutations = 0;
   /** Query scale ceiling: int16, and the int32 sum of `rowBytes` products must not overflow. */
   private readonly queryMax: number;
 
@@ -50,6 +78,11 @@ export class VectorIndex {
     this.floats = new Float32Array(0);
     this.scales = new Float32Array(0);
     this.queryMax = Math.min(32767, Math.floor(2 ** 31 / (127 * this.int8.rowBytes)) - 1);
+  }
+
+  /** The ids of the documents that have (or had) rows. */
+  documentIdList(): string[] {
+    return this.documents.list();
   }
 
   /** Live rows. */
@@ -66,11 +99,18 @@ export class VectorIndex {
     scales.set(this.scales.subarray(0, this.count));
     this.floats = floats;
     this.scales = scales;
+    const documentOf = new Int32Array(capacity);
+    documentOf.set(this.documentOf.subarray(0, this.count));
+    this.documentOf = documentOf;
+    const projectOf = new Int32Array(capacity);
+    projectOf.set(this.projectOf.subarray(0, this.count));
+    this.projectOf = projectOf;
     this.int8.reserve(capacity);
     this.capacity = capacity;
   }
 
   add(rows: readonly IndexRow[]): void {
+    this.mutations++;
     this.reserve(this.count + rows.length);
     const dims = this.dims;
     for (const row of rows) {
@@ -93,11 +133,12 @@ export class VectorIndex {
       for (let j = 0; j < dims; j++) q[j] = Math.round((this.floats[offset + j] ?? 0) * toInt);
       this.scales[r] = max / 127;
       this.ids[r] = row.chunkId;
-      this.documents[r] = row.documentId;
-      this.projects[r] = row.projectKey;
+      const document = this.documents.number(row.documentId);
+      this.documentOf[r] = document;
+      this.projectOf[r] = this.projects.number(row.projectKey);
       this.rowOf.set(row.chunkId, r);
-      let list = this.rowsOf.get(row.documentId);
-      if (list === undefined) this.rowsOf.set(row.documentId, (list = []));
+      let list = this.rowsOf.get(document);
+      if (list === undefined) this.rowsOf.set(document, (list = []));
       list.push(r);
     }
   }
@@ -112,19 +153,24 @@ export class VectorIndex {
 
   /** Gives the rows of document `from` (a run's staged rows) to document `to`. */
   renameDocument(from: string, to: string): void {
-    const rows = this.rowsOf.get(from);
-    if (rows === undefined) return;
-    this.rowsOf.delete(from);
-    for (const r of rows) if (this.documents[r] === from) this.documents[r] = to;
-    const own = this.rowsOf.get(to);
-    this.rowsOf.set(to, own === undefined ? rows : own.concat(rows));
+    this.mutations++;
+    const source = this.documents.find(from);
+    const rows = source === undefined ? undefined : this.rowsOf.get(source);
+    if (source === undefined || rows === undefined) return;
+    this.rowsOf.delete(source);
+    const target = this.documents.number(to);
+    for (const r of rows) if (this.documentOf[r] === source) this.documentOf[r] = target;
+    const own = this.rowsOf.get(target);
+    this.rowsOf.set(target, own === undefined ? rows : own.concat(rows));
   }
 
   deleteDocument(documentId: string): void {
-    const rows = this.rowsOf.get(documentId);
-    if (rows === undefined) return;
-    this.rowsOf.delete(documentId);
-    for (const r of rows) if (this.documents[r] === documentId) this.kill(r);
+    const document = this.documents.find(documentId);
+    const rows = document === undefined ? undefined : this.rowsOf.get(document);
+    if (document === undefined || rows === undefined) return;
+    this.mutations++;
+    this.rowsOf.delete(document);
+    for (const r of rows) if (this.documentOf[r] === document) this.kill(r);
     if (this.dead > 1024 && this.dead * 4 > this.count) this.compact();
   }
 
@@ -141,19 +187,17 @@ export class VectorIndex {
         this.scales[to] = this.scales[from] ?? 0;
         this.int8.copyRow(from, to);
         this.ids[to] = id;
-        this.documents[to] = this.documents[from] ?? '';
-        this.projects[to] = this.projects[from] ?? '';
+        this.documentOf[to] = this.documentOf[from] ?? 0;
+        this.projectOf[to] = this.projectOf[from] ?? 0;
       }
       this.rowOf.set(id, to);
-      const doc = this.documents[to] ?? '';
+      const doc = this.documentOf[to] ?? 0;
       let list = this.rowsOf.get(doc);
       if (list === undefined) this.rowsOf.set(doc, (list = []));
       list.push(to);
       to++;
     }
     this.ids.length = to;
-    this.documents.length = to;
-    this.projects.length = to;
     this.count = to;
     this.dead = 0;
   }
@@ -176,13 +220,15 @@ export class VectorIndex {
     return dot;
   }
 
-  /** The live rows of the documents (in the project, when given). */
-  private rowsOfDocuments(documents: ReadonlySet<string>, project: string | undefined): number[] {
+  /** The live rows of the documents (in the project, when given: its number). */
+  private rowsOfDocuments(documents: ReadonlySet<string>, project: number): number[] {
     const rows: number[] = [];
     for (const id of documents) {
-      for (const r of this.rowsOf.get(id) ?? []) {
-        if (this.ids[r] === '' || this.documents[r] !== id) continue;
-        if (project === undefined || this.projects[r] === project) rows.push(r);
+      const document = this.documents.find(id);
+      if (document === undefined) continue;
+      for (const r of this.rowsOf.get(document) ?? []) {
+        if (this.ids[r] === '' || this.documentOf[r] !== document) continue;
+        if (project === -1 || this.projectOf[r] === project) rows.push(r);
       }
     }
     return rows;
@@ -196,12 +242,25 @@ export class VectorIndex {
     const query = this.normalise(vector);
     if (query === null || limit <= 0) return [];
     const documents = filter.documents;
-    const project = filter.projectId;
+    // The project's number; -1: any project, none known: no rows.
+    let project = -1;
+    if (filter.projectId !== undefined) {
+      const number = this.projects.find(filter.projectId);
+      if (number === undefined) return [];
+      project = number;
+    }
     let rows: Int32Array | number[] | null = null;
+    let allowed: Uint8Array | null = null;
     if (documents !== undefined) {
       // A few documents' rows: score them all exactly, no scan.
       let total = 0;
-      for (const id of documents) total += this.rowsOf.get(id)?.length ?? 0;
+      allowed = new Uint8Array(this.documents.size);
+      for (const id of documents) {
+        const document = this.documents.find(id);
+        if (document === undefined) continue;
+        allowed[document] = 1;
+        total += this.rowsOf.get(document)?.length ?? 0;
+      }
       if (total <= Math.max(4 * MIN_RESCORED, this.size / 16)) {
         rows = this.rowsOfDocuments(documents, project);
       }
@@ -219,8 +278,8 @@ export class VectorIndex {
       for (let r = 0; r < dots.length; r++) {
         const score = (dots[r] as number) * (scales[r] as number);
         if (score <= floor) continue;
-        if (ids[r] === '' || (project !== undefined && this.projects[r] !== project)) continue;
-        if (documents !== undefined && !documents.has(this.documents[r] ?? '')) continue;
+        if (ids[r] === '' || (project !== -1 && this.projectOf[r] !== project)) continue;
+        if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
         top.push(score, r);
         floor = top.floor;
       }
@@ -231,9 +290,70 @@ export class VectorIndex {
     scored.sort((a, b) => b.score - a.score);
     return scored.slice(0, limit).map((s) => ({
       chunkId: this.ids[s.r] ?? '',
-      documentId: this.documents[s.r] ?? '',
+      documentId: this.documents.id(this.documentOf[s.r] ?? 0),
       score: s.score,
     }));
+  }
+
+  /**
+   * The rows as plain arrays, for a snapshot: views of the live arrays (valid until the next
+   * change, see `mutations`), deleted rows included (their id is '').
+   */
+  state(): VectorState {
+    const n = this.count;
+    return {
+      dims: this.dims,
+      count: n,
+      ids: this.ids.slice(0, n),
+      documentOf: this.documentOf.subarray(0, n),
+      projectOf: this.projectOf.subarray(0, n),
+      documentIds: this.documents.list(),
+      projectKeys: this.projects.list(),
+      floats: this.floats.subarray(0, n * this.dims),
+      scales: this.scales.subarray(0, n),
+      int8: this.int8.rows(n),
+    };
+  }
+
+  /** An index holding a snapshot's rows (the arrays are copied into its own). */
+  static fromState(state: VectorState): VectorIndex {
+    const index = new VectorIndex(state.dims);
+    const n = state.count;
+    index.reserve(n);
+    index.floats.set(state.floats);
+    index.scales.set(state.scales);
+    index.int8.rows(n).set(state.int8);
+    index.documentOf.set(state.documentOf);
+    index.projectOf.set(state.projectOf);
+    for (const id of state.documentIds) index.documents.number(id);
+    for (const key of state.projectKeys) index.projects.number(key);
+    index.ids = state.ids;
+    index.count = n;
+    for (let r = 0; r < n; r++) {
+      const id = state.ids[r] ?? '';
+      if (id === '') {
+        index.dead++;
+        continue;
+      }
+      index.rowOf.set(id, r);
+      const document = state.documentOf[r] ?? 0;
+      let list = index.rowsOf.get(document);
+      if (list === undefined) index.rowsOf.set(document, (list = []));
+      list.push(r);
+    }
+    return index;
+  }
+
+  /** Bytes held per structure (typed arrays exactly; strings and maps estimated). */
+  memoryReport(): Record<string, number> {
+    const rows = this.count;
+    return {
+      'vector float32': this.floats.byteLength,
+      'vector int8 + scale': this.int8.byteLength + this.scales.byteLength,
+      'vector row numbers': this.documentOf.byteLength + this.projectOf.byteLength,
+      'vector chunk ids + id map':
+        rows * (STRING_BYTES + POINTER_BYTES) + this.rowOf.size * MAP_ENTRY_BYTES,
+    };
   }
 
   /** Cosine similarity of `vector` with each given chunk that has a row. */

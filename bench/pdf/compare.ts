@@ -1,0 +1,247 @@
+/**
+ * The PDF comparison (`npm run bench:convert`, issue 17): this checkout's converter, optionally a
+ * baseline git ref's (`--before main`), `pdftotext`, `pdftotext -layout` and the `tesseract` CLI on
+ * one set (corpus.ts), in one run. Every conversion is a process of its own, as the converter's
+ * workers and the command-line tools run. Prints one markdown table with the ratios.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { buildCorpus, onPath, type Corpus } from './corpus.js';
+import { cellsInRow, cer, headingRecall, tableCount } from './metrics.js';
+
+export interface CompareOptions {
+  cache: string;
+  before?: string;
+  /** A git ref for the after column (default: this checkout's working tree). */
+  after?: string;
+  manuals: string[];
+  scans: boolean;
+}
+
+interface OursRun {
+  markdown: string;
+  ms: number;
+  pages: number;
+  maxRssKb: number;
+}
+
+/** A git ref's `src/` unpacked under the cache (node_modules resolve from this checkout). */
+function checkoutRef(cache: string, ref: string): string {
+  const sha = execFileSync('git', ['rev-parse', ref], { encoding: 'utf8' }).trim();
+  const dir = resolve(cache, `ref-${sha.slice(0, 12)}`);
+  if (!existsSync(join(dir, 'src'))) {
+    mkdirSync(dir, { recursive: true });
+    execFileSync('sh', ['-c', `git archive ${sha} src | tar -x -C ${dir}`]);
+  }
+  return dir;
+}
+
+function runOurs(root: string, file: string, command: string, cache: string): OursRun {
+  const out = join(cache, 'out.md');
+  const child = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'bench/pdf/run-one.ts', root, file, command, out],
+    { encoding: 'utf8', maxBuffer: 1 << 26 },
+  );
+  const last = child.stdout.trim().split('\n').at(-1) ?? '';
+  if (child.status !== 0 || !last.startsWith('{')) {
+    throw new Error(`converting ${file} failed: ${child.stderr.slice(-500)}`);
+  }
+  const result = JSON.parse(last) as Omit<OursRun, 'markdown'>;
+  return { ...result, markdown: readFileSync(out, 'utf8') };
+}
+
+function pdftotext(file: string, layout: boolean): { text: string; ms: number } {
+  const started = performance.now();
+  const text = execFileSync('pdftotext', [...(layout ? ['-layout'] : []), file, '-'], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
+  return { text, ms: performance.now() - started };
+}
+
+/** The PDF's outline (bookmarks) titles, every level. */
+async function outlineTitles(file: string): Promise<string[]> {
+  const doc = await getDocument({ data: new Uint8Array(readFileSync(file)), verbosity: 0 }).promise;
+  const titles: string[] = [];
+  type Node = { title: string; items: Node[] };
+  const walk = (nodes: Node[]) => {
+    for (const n of nodes) {
+      titles.push(n.title);
+      walk(n.items);
+    }
+  };
+  // pdf.js types say an array; a PDF without bookmarks gives null.
+  const outline = (await doc.getOutline()) as Node[] | null;
+  walk(outline ?? []);
+  await doc.destroy();
+  return titles;
+}
+
+type Cell = number | null;
+interface Row {
+  metric: string;
+  better: 'low' | 'high';
+  values: Record<string, Cell>;
+  digits: number;
+}
+
+const TOOLS = ['before', 'after', 'pdftotext', 'pdftotext -layout', 'tesseract'] as const;
+const PEERS = ['pdftotext', 'pdftotext -layout', 'tesseract'];
+
+function mean(values: number[]): Cell {
+  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+function print(rows: Row[], corpus: Corpus, before?: string, after?: string): void {
+  const cols = TOOLS.filter((t) => t !== 'before' || before !== undefined);
+  const fmt = (v: Cell, d: number) => (v === null ? '–' : v.toFixed(d));
+  console.log(
+    `\nPDF comparison (${new Date().toISOString().slice(0, 10)}, node ${process.version})`,
+  );
+  if (before !== undefined) console.log(`before = ${before}, after = ${after ?? 'this checkout'}`);
+  console.log(`\n| metric | ${cols.join(' | ')} | after ÷ best peer |`);
+  console.log(`| --- |${cols.map(() => ' ---: |').join('')} ---: |`);
+  for (const r of rows) {
+    const peers = PEERS.map((p) => r.values[p]).filter((v): v is number => v != null);
+    const best =
+      peers.length === 0 ? null : r.better === 'low' ? Math.min(...peers) : Math.max(...peers);
+    const after = r.values.after ?? null;
+    const ratio =
+      best === null || after === null || best === 0 ? '–' : `${(after / best).toFixed(2)}×`;
+    console.log(
+      `| ${r.metric} | ${cols.map((c) => fmt(r.values[c] ?? null, r.digits)).join(' | ')} | ${ratio} |`,
+    );
+  }
+  for (const s of corpus.skipped) console.log(`skipped: ${s}`);
+}
+
+/** Runs the comparison and prints its table. */
+export async function comparePdf(options: CompareOptions): Promise<void> {
+  const cache = resolve(options.cache);
+  const corpus = buildCorpus(cache, { manuals: options.manuals, scans: options.scans ? 3 : 0 });
+  const roots: Record<string, string> = {
+    after: options.after === undefined ? resolve('.') : checkoutRef(cache, options.after),
+  };
+  if (options.before !== undefined) roots.before = checkoutRef(cache, options.before);
+  const poppler = onPath('pdftotext');
+  const rows: Row[] = [];
+  const add = (
+    metric: string,
+    better: 'low' | 'high',
+    digits: number,
+    values: Record<string, Cell>,
+  ) => rows.push({ metric, better, digits, values });
+
+  // LibreOffice PDFs: truth known.
+  for (const doc of corpus.lo) {
+    const text = doc.truth.text.join('\n');
+    const outputs: Record<string, string> = {};
+    for (const [tool, root] of Object.entries(roots))
+      outputs[tool] = runOurs(root, doc.file, 'text', cache).markdown;
+    if (poppler) {
+      outputs.pdftotext = pdftotext(doc.file, false).text;
+      outputs['pdftotext -layout'] = pdftotext(doc.file, true).text;
+    }
+    const each = (f: (out: string) => number) =>
+      Object.fromEntries(Object.entries(outputs).map(([t, o]) => [t, f(o)]));
+    if (!doc.name.includes('nooutline'))
+      add(
+        `${doc.name}: CER`,
+        'low',
+        4,
+        each((o) => cer(text, o)),
+      );
+    const titles = doc.truth.headings.map((h) => h.text);
+    const ours = Object.fromEntries(
+      Object.keys(roots).map((t) => [t, headingRecall(outputs[t] ?? '', titles)]),
+    );
+    add(`${doc.name}: heading recall`, 'high', 2, ours);
+    if (doc.truth.tables.length > 0 && !doc.name.includes('nooutline')) {
+      add(
+        `${doc.name}: table cells in the right row`,
+        'high',
+        2,
+        each((o) => cellsInRow(o, doc.truth.tables)),
+      );
+    }
+  }
+
+  // Real manuals: heading recall against the outline, tables found, pages per second.
+  const time: Record<string, number> = {};
+  let pages = 0;
+  const recalls: Record<string, number[]> = {};
+  const tables: Record<string, number> = {};
+  for (const manual of corpus.manuals) {
+    const titles = await outlineTitles(manual.file);
+    const values: Record<string, Cell> = {};
+    for (const [tool, root] of Object.entries(roots)) {
+      const run = runOurs(root, manual.file, 'text', cache);
+      time[tool] = (time[tool] ?? 0) + run.ms;
+      if (tool === 'after') pages += run.pages;
+      values[tool] = titles.length > 0 ? headingRecall(run.markdown, titles) : null;
+      if (titles.length > 0) (recalls[tool] ??= []).push(values[tool] ?? 0);
+      tables[tool] = (tables[tool] ?? 0) + tableCount(run.markdown);
+    }
+    if (titles.length > 0)
+      add(`${manual.name} (${titles.length} outline titles): heading recall`, 'high', 2, values);
+    if (poppler) {
+      for (const layout of [false, true]) {
+        const tool = layout ? 'pdftotext -layout' : 'pdftotext';
+        time[tool] = (time[tool] ?? 0) + pdftotext(manual.file, layout).ms;
+      }
+    }
+  }
+  if (corpus.manuals.length > 0) {
+    const names = corpus.manuals.map((m) => m.name).join(', ');
+    add(
+      `manuals (${names}): mean heading recall vs outline`,
+      'high',
+      2,
+      Object.fromEntries(Object.entries(recalls).map(([t, v]) => [t, mean(v)])),
+    );
+    add(`manuals: GFM tables made (${pages} pages)`, 'low', 0, { ...tables });
+    add(
+      `manuals: pages/s, one process per file`,
+      'high',
+      1,
+      Object.fromEntries(Object.entries(time).map(([t, ms]) => [t, (pages * 1000) / ms])),
+    );
+  }
+
+  // Scans: the prose PDF OCR'd page by page (ours) and its 300-dpi renders (tesseract CLI).
+  const source = corpus.lo.find((d) => d.name === 'lo-prose');
+  if (corpus.scans.length > 0 && source !== undefined) {
+    const truth = source.truth.text.join('\n');
+    const cerV: Record<string, Cell> = {};
+    const rss: Record<string, Cell> = {};
+    for (const [tool, root] of Object.entries(roots)) {
+      const run = runOurs(root, source.file, 'ocr', cache);
+      cerV[tool] = cer(truth, run.markdown);
+      rss[tool] = run.maxRssKb / 1024;
+    }
+    if (onPath('tesseract') && existsSync('/usr/bin/time')) {
+      let text = '';
+      let peak = 0;
+      for (const scan of corpus.scans) {
+        const r = spawnSync(
+          '/usr/bin/time',
+          ['-f', '%M', 'tesseract', scan.file, '-', '-l', 'eng'],
+          {
+            encoding: 'utf8',
+          },
+        );
+        text += r.stdout;
+        peak = Math.max(peak, Number(r.stderr.trim().split('\n').at(-1)));
+      }
+      cerV.tesseract = cer(truth, text);
+      rss.tesseract = peak / 1024;
+    }
+    add(`OCR (${corpus.scans.length} pages of lo-prose, 300 dpi): CER`, 'low', 4, cerV);
+    add('OCR: peak RSS, MB', 'low', 0, rss);
+  }
+  print(rows, corpus, options.before, options.after);
+}

@@ -1,0 +1,240 @@
+/**
+ * The embedded default (SQLite) at scale, through real server processes (issue 13):
+ *
+ *   npm run bench:scale -- [--chunks 100000] [--per-document 1000] [--queries 200]
+ *                          [--recall-queries 50] [--cli dist/cli.js] [--before-cli PATH]
+ *                          [--dir DIR] [--keep] [--seed 42]
+ *
+ * 1. Fill: `--chunks` synthetic ~1,000-character chunks (bench/retrieval/synthetic.ts) in
+ *    documents of `--per-document`, through the store's own commit (bench/scale/fill.ts), in a
+ *    temporary data directory (or `--dir`, reused as it is when it already holds a database).
+ * 2. For each build (`--before-cli`, e.g. an older build's dist/cli.js, then `--cli`), on the same
+ *    data: a first start (no snapshot of the search indexes; a build that writes one does so in
+ *    the background), then `--queries` queries per mode (keyword, semantic, hybrid; topK 10) over
+ *    HTTP, and a restart. Reported: spawn → listening (GET /health), spawn → ready (GET
+ *    /health/ready: the search indexes loaded, full speed), RSS at rest and after the queries,
+ *    p50 / p95 per mode, recall@10 of the semantic mode against an exact float32 scan.
+ * 3. Bytes per chunk of each in-process structure, from this build's indexes loaded in this
+ *    process (`SqliteChunkStore.memoryReport`).
+ *
+ * Progress goes to stderr; the results to stdout.
+ */
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+import { loadConfig } from '../src/config.js';
+import { createEmbeddingProvider } from '../src/knowledge/embeddings/index.js';
+import { SqliteChunkStore } from '../src/knowledge/search/sqlite/sqlite-chunk-store.js';
+import { latencySummary } from './retrieval/metrics.js';
+import { loadParaphrase } from './retrieval/paraphrase.js';
+import { MODES, type Mode } from './retrieval/harness.js';
+import { rng, SentenceGenerator } from './retrieval/synthetic.js';
+import { benchEnv, fill } from './scale/fill.js';
+import { ExactVectors, rssOf, startTimed, stop } from './scale/probe.js';
+
+const { values } = parseArgs({
+  options: {
+    chunks: { type: 'string', default: '100000' },
+    'per-document': { type: 'string', default: '1000' },
+    queries: { type: 'string', default: '200' },
+    'recall-queries': { type: 'string', default: '50' },
+    cli: { type: 'string', default: resolve(import.meta.dirname, '../dist/cli.js') },
+    'before-cli': { type: 'string' },
+    dir: { type: 'string' },
+    keep: { type: 'boolean', default: false },
+    seed: { type: 'string', default: '42' },
+  },
+});
+
+const KEY = 'aps_bench_scale_0123456789abcdefghijklmnop';
+const log = (line: string) => process.stderr.write(line + '\n');
+const count = (s: string) => Number(s.replace(/k$/i, '000').replace(/m$/i, '000000'));
+const chunks = count(values.chunks);
+const perDocument = count(values['per-document']);
+const queryCount = count(values.queries);
+const recallCount = count(values['recall-queries']);
+const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
+const ms = (x: number) => x.toFixed(1);
+const s = (x: number) => `${x.toFixed(2)} s`;
+
+const dir = values.dir ?? mkdtempSync(join(tmpdir(), 'aps-bench-scale-'));
+const dbPath = join(dir, 'aps.sqlite');
+const generator = new SentenceGenerator(
+  loadParaphrase().docs.map((d) => d.markdown),
+  rng(Number(values.seed)),
+);
+const notes: string[] = [];
+
+/** The database's files (with its WAL) and the rest of the data directory, in bytes. */
+function sizes(): { database: number; other: number } {
+  let database = 0;
+  let other = 0;
+  const walk = (path: string) => {
+    for (const entry of readdirSync(path, { withFileTypes: true })) {
+      const full = join(path, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.startsWith('aps.sqlite')) database += statSync(full).size;
+      else other += statSync(full).size;
+    }
+  };
+  walk(dir);
+  return { database, other };
+}
+
+if (existsSync(dbPath)) {
+  log(`reusing ${dir}`);
+} else {
+  log(`filling ${dir} with ${chunks} chunks`);
+  const filled = await fill(dir, KEY, generator, chunks, perDocument, log);
+  notes.push(
+    `fill: ${filled.chunks} chunks in ${filled.documents} documents in ${filled.seconds.toFixed(1)} s ` +
+      `(${Math.round(filled.chunks / filled.seconds)} chunks/s through ChunkStore.commitIndex, embedding included)`,
+  );
+}
+const size = sizes();
+const total = new Database(dbPath, { readonly: true })
+  .prepare('select count(*) from knowledge_chunks')
+  .pluck()
+  .get() as number;
+notes.push(
+  `data: ${total} chunks; database ${mb(size.database)} (${Math.round(size.database / total)} bytes per chunk)`,
+);
+
+const queries = Array.from({ length: queryCount }, () => generator.query());
+const env = benchEnv(dir, KEY);
+const config = loadConfig({ ...env, PORT: '0' }, dir);
+const embedder = createEmbeddingProvider(config.embedding);
+await embedder.ready();
+const queryVectors: Float32Array[] = [];
+for (const q of queries.slice(0, recallCount)) queryVectors.push(await embedder.embedQuery(q));
+await embedder.close();
+log(`exact search: loading the vectors`);
+const exact = ExactVectors.load(dbPath, embedder.model);
+const exactTop = queryVectors.map((v) => exact.nearest(v, 10));
+
+interface Hit {
+  id: string;
+}
+async function retrieve(base: string, query: string, mode: Mode): Promise<[Hit[], number]> {
+  const t0 = performance.now();
+  const res = await fetch(`${base}/api/v1/knowledge/retrieve`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query, topK: 10, mode, minScore: -1 }),
+  });
+  const body = (await res.json()) as { items?: Hit[] };
+  if (!res.ok || body.items === undefined) throw new Error(`retrieve: ${res.status}`);
+  return [body.items, performance.now() - t0];
+}
+
+interface Run {
+  label: string;
+  cold: { listenS: number; readyS: number };
+  restart: { listenS: number; readyS: number; firstQueryMs: number };
+  rssRest: number;
+  rssQueries: number;
+  latency: Map<Mode, { p50: number; p95: number }>;
+  snapshotBytes: number;
+  recall: number;
+}
+const runs: Run[] = [];
+
+async function measure(label: string, cli: string): Promise<void> {
+  rmSync(join(dir, 'search-snapshots'), { recursive: true, force: true });
+  log(`${label}: first start`);
+  const first = await startTimed(cli, env, 1800);
+  log(`${label}: listening after ${s(first.listenS)}, ready after ${s(first.readyS)}`);
+  await new Promise((r) => setTimeout(r, 2000));
+  const rssRest = rssOf(first.child.pid!);
+  const latency = new Map<Mode, { p50: number; p95: number }>();
+  let recalled = 0;
+  for (const mode of MODES) {
+    for (const q of queries.slice(0, 5)) await retrieve(first.base, q, mode); // warm-up
+    const times: number[] = [];
+    for (const [i, q] of queries.entries()) {
+      const [items, elapsed] = await retrieve(first.base, q, mode);
+      times.push(elapsed);
+      const want = mode === 'semantic' ? exactTop[i] : undefined;
+      if (want !== undefined) recalled += items.filter((h) => want.includes(h.id)).length;
+    }
+    const l = latencySummary(times);
+    latency.set(mode, { p50: l.p50, p95: l.p95 });
+    log(`${label}: ${mode} p50 ${ms(l.p50)} / p95 ${ms(l.p95)} ms`);
+  }
+  const rssQueries = rssOf(first.child.pid!);
+  // A build that keeps snapshots writes them after a build from the tables: wait for them.
+  const snapshots = join(dir, 'search-snapshots');
+  const saved = () =>
+    existsSync(snapshots) &&
+    readdirSync(snapshots).filter((n) => n.endsWith('.snapshot')).length >= 2;
+  for (let i = 0; i < 600 && label !== 'before' && !saved(); i++) {
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const snapshotBytes = saved()
+    ? readdirSync(snapshots).reduce((sum, n) => sum + statSync(join(snapshots, n)).size, 0)
+    : 0;
+  await stop(first.child);
+  log(`${label}: restart`);
+  const again = await startTimed(cli, env, 1800);
+  const [, firstQueryMs] = await retrieve(again.base, queries[0]!, 'hybrid');
+  await stop(again.child);
+  log(`${label}: listening after ${s(again.listenS)}, ready after ${s(again.readyS)}`);
+  runs.push({
+    label,
+    cold: first,
+    restart: { listenS: again.listenS, readyS: again.readyS, firstQueryMs },
+    rssRest,
+    rssQueries,
+    latency,
+    snapshotBytes,
+    recall: recalled / (10 * Math.max(1, exactTop.length)),
+  });
+}
+
+try {
+  if (values['before-cli'] !== undefined) await measure('before', values['before-cli']);
+  await measure(values['before-cli'] === undefined ? 'this build' : 'after', values.cli);
+
+  // Bytes per chunk of each structure: this build's indexes, loaded in this process.
+  const db = new Database(dbPath, { readonly: true });
+  const store = new SqliteChunkStore(db);
+  const t0 = performance.now();
+  await store.warm(embedder.model);
+  const loadS = (performance.now() - t0) / 1000;
+  const report = store.memoryReport();
+  db.close();
+  const structures = Object.entries(report)
+    .map(([name, bytes]) => `${name} ${(bytes / total).toFixed(1)}`)
+    .join(', ');
+  const sum = Object.values(report).reduce((a, b) => a + b, 0);
+  notes.push(
+    `in-process indexes of this build: ${mb(sum)} (${(sum / total).toFixed(0)} bytes per chunk), loaded in ${s(loadS)} in this process; bytes per chunk: ${structures}`,
+  );
+} finally {
+  if (!values.keep && values.dir === undefined) rmSync(dir, { recursive: true, force: true });
+}
+
+console.log(`\nbench:scale, ${total} chunks (${exact.size} vectors)\n`);
+for (const note of notes) console.log(`- ${note}`);
+const header = ['', ...runs.map((r) => r.label)];
+console.log(`\n| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|`);
+const row = (name: string, f: (r: Run) => string) => {
+  console.log(`| ${name} | ${runs.map(f).join(' | ')} |`);
+};
+row('first start → listening', (r) => s(r.cold.listenS));
+row('first start → ready (indexes loaded)', (r) => s(r.cold.readyS));
+row('restart → listening', (r) => s(r.restart.listenS));
+row('restart → ready', (r) => s(r.restart.readyS));
+row('first hybrid query after ready', (r) => `${ms(r.restart.firstQueryMs)} ms`);
+row('RSS at rest', (r) => mb(r.rssRest));
+row(`RSS after ${3 * queryCount} queries`, (r) => mb(r.rssQueries));
+for (const mode of MODES) {
+  row(`${mode} p50 / p95`, (r) => {
+    const l = r.latency.get(mode)!;
+    return `${ms(l.p50)} / ${ms(l.p95)} ms`;
+  });
+}
+row('search index snapshots on disk', (r) => mb(r.snapshotBytes));
+row(`semantic recall@10 vs exact (${exactTop.length} queries)`, (r) => r.recall.toFixed(3));

@@ -1,0 +1,169 @@
+/**
+ * The file format of a search index snapshot (index-snapshots.ts): named typed arrays and string
+ * lists after a JSON header, each 8-byte aligned, then a CRC-32 of everything before it.
+ *
+ *   "APSSNAP1" · u32 header bytes · header JSON (padded) · sections (each padded) · u32 CRC-32
+ *
+ * Written from views of the live index arrays without copying them, in batches with the event
+ * loop free in between; the write is abandoned (the file never renamed into place) when the
+ * index changed meanwhile. Read with one sequential read; the sections are views of that buffer.
+ */
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import { crc32 } from 'node:zlib';
+
+const MAGIC = Buffer.from('APSSNAP1');
+/** Bytes written per batch (one writev; the CRC of a batch is computed just before). */
+const BATCH_BYTES = 8 << 20;
+
+const ARRAYS = {
+  f64: Float64Array,
+  f32: Float32Array,
+  i32: Int32Array,
+  u16: Uint16Array,
+  u8: Uint8Array,
+  i8: Int8Array,
+} as const;
+export type ArrayType = keyof typeof ARRAYS;
+export type Typed = Float64Array | Float32Array | Int32Array | Uint16Array | Uint8Array | Int8Array;
+
+/** A section: a typed array given as parts (concatenated), or a list of strings. */
+export type Section =
+  { type: ArrayType; parts: readonly Typed[] } | { type: 'strings'; list: readonly string[] };
+
+interface SectionHeader {
+  name: string;
+  type: ArrayType | 'strings';
+  bytes: number;
+}
+interface Header {
+  meta: Record<string, unknown>;
+  sections: SectionHeader[];
+}
+
+const pad8 = (n: number) => (8 - (n % 8)) % 8;
+const PADDING = new Uint8Array(8);
+const bytesOf = (a: Typed) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+
+/** Temporary files made by this process (their names must differ). */
+let written = 0;
+
+/** Why a snapshot cannot be used (corrupt, truncated, another format). */
+export class SnapshotError extends Error {}
+
+/**
+ * Writes the sections to `path` (through a temporary file renamed into place). Resolves false,
+ * leaving nothing behind, when `unchanged()` turned false between two batches.
+ */
+export async function writeSnapshot(
+  path: string,
+  meta: Record<string, unknown>,
+  sections: ReadonlyMap<string, Section>,
+  unchanged: () => boolean,
+): Promise<boolean> {
+  const bodies: { header: SectionHeader; chunks: Uint8Array[] }[] = [];
+  for (const [name, section] of sections) {
+    const chunks =
+      section.type === 'strings'
+        ? [Buffer.from(JSON.stringify(section.list))]
+        : section.parts.map(bytesOf);
+    const bytes = chunks.reduce((sum, c) => sum + c.byteLength, 0);
+    bodies.push({ header: { name, type: section.type, bytes }, chunks });
+  }
+  const header = Buffer.from(JSON.stringify({ meta, sections: bodies.map((b) => b.header) }));
+  const length = Buffer.alloc(4);
+  length.writeUInt32LE(header.byteLength);
+  const parts: Uint8Array[] = [
+    MAGIC,
+    length,
+    header,
+    PADDING.subarray(0, pad8(12 + header.length)),
+  ];
+  for (const body of bodies) {
+    // One push per part: a keyword index has two parts per lexeme (too many for a spread).
+    for (const chunk of body.chunks) parts.push(chunk);
+    parts.push(PADDING.subarray(0, pad8(body.header.bytes)));
+  }
+  // Empty ones left out: zlib's crc32 of a view of an empty ArrayBuffer does not return the
+  // running value it was given.
+  const all = parts.filter((part) => part.byteLength > 0);
+  const temporary = `${path}.${process.pid}.${++written}.tmp`;
+  const file = await open(temporary, 'w');
+  let crc = 0;
+  let complete = false;
+  try {
+    for (let i = 0; i < all.length;) {
+      const batch: Uint8Array[] = [];
+      let size = 0;
+      while (i < all.length && (size === 0 || size + (all[i]?.byteLength ?? 0) <= BATCH_BYTES)) {
+        const chunk = all[i++] as Uint8Array;
+        crc = crc32(chunk, crc);
+        batch.push(chunk);
+        size += chunk.byteLength;
+      }
+      if (!unchanged()) return false;
+      await file.writev(batch);
+      if (!unchanged()) return false;
+    }
+    const trailer = Buffer.alloc(4);
+    trailer.writeUInt32LE(crc >>> 0);
+    await file.write(trailer);
+    await file.sync();
+    complete = true;
+  } finally {
+    await file.close();
+    if (!complete) await rm(temporary, { force: true });
+  }
+  await rename(temporary, path);
+  return true;
+}
+
+/** A snapshot read back: its meta and its sections (views of the file's bytes). */
+export interface Snapshot {
+  meta: Record<string, unknown>;
+  arrays: Map<string, Typed>;
+  strings: Map<string, string[]>;
+}
+
+/** Reads and checks a snapshot; throws SnapshotError when it is corrupt or of another format. */
+export async function readSnapshot(path: string): Promise<Snapshot> {
+  let file = await readFile(path);
+  if (file.byteOffset % 8 !== 0) file = Buffer.from(file);
+  if (file.byteLength < 20 || !file.subarray(0, 8).equals(MAGIC)) {
+    throw new SnapshotError('not a snapshot');
+  }
+  const end = file.byteLength - 4;
+  // In slices with the event loop free in between: a million chunks are about a gigabyte.
+  let crc = 0;
+  for (let at = 0; at < end; at += BATCH_BYTES) {
+    crc = crc32(file.subarray(at, Math.min(end, at + BATCH_BYTES)), crc);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  if (crc >>> 0 !== file.readUInt32LE(end)) {
+    throw new SnapshotError('checksum mismatch');
+  }
+  const headerBytes = file.readUInt32LE(8);
+  let header: Header;
+  try {
+    header = JSON.parse(file.subarray(12, 12 + headerBytes).toString('utf8')) as Header;
+  } catch {
+    throw new SnapshotError('unreadable header');
+  }
+  const snapshot: Snapshot = { meta: header.meta, arrays: new Map(), strings: new Map() };
+  let at = 12 + headerBytes + pad8(12 + headerBytes);
+  for (const section of header.sections) {
+    if (at + section.bytes > end) throw new SnapshotError('truncated');
+    const start = file.byteOffset + at;
+    if (section.type === 'strings') {
+      const list = JSON.parse(file.subarray(at, at + section.bytes).toString('utf8')) as unknown;
+      if (!Array.isArray(list)) throw new SnapshotError(`section ${section.name}`);
+      snapshot.strings.set(section.name, list as string[]);
+    } else {
+      const Type = (ARRAYS as Partial<typeof ARRAYS>)[section.type];
+      if (Type === undefined) throw new SnapshotError(`section type ${section.type}`);
+      const count = section.bytes / Type.BYTES_PER_ELEMENT;
+      snapshot.arrays.set(section.name, new Type(file.buffer, start, count));
+    }
+    at += section.bytes + pad8(section.bytes);
+  }
+  return snapshot;
+}

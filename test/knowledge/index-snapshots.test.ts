@@ -1,0 +1,227 @@
+/**
+ * Snapshots of the SQLite store's in-process search indexes (index-snapshots.ts, index-loader.ts):
+ * a store that starts from a snapshot finds exactly what a store built from the tables finds, a
+ * corrupt, foreign or stale snapshot is never trusted (rebuilt, or brought up to date from the
+ * change log), and searches made while the indexes load wait for them.
+ */
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SqliteDatabase } from '../../src/db/database.js';
+import { MIGRATIONS } from '../../src/db/migrations/index.js';
+import { migrate } from '../../src/db/migrator.js';
+import { openSqlite } from '../../src/db/sqlite.js';
+import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
+import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
+import { tempDir } from '../helpers.js';
+
+const MODEL = 'test-model';
+const DIMS = 8;
+const WORDS =
+  'alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega river stone'.split(' ');
+
+let seed = 7;
+const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+const pick = () => WORDS[Math.floor(random() * WORDS.length)] ?? 'alpha';
+const vector = () => Float32Array.from({ length: DIMS }, () => random() - 0.5);
+
+const open: { database: SqliteDatabase; stores: SqliteChunkStore[] }[] = [];
+afterEach(async () => {
+  for (const { database, stores } of open.splice(0)) {
+    for (const store of stores) await store.close();
+    await database.db.destroy();
+  }
+});
+
+async function openDatabase(file: string) {
+  const database = openSqlite(file);
+  expect((await migrate(database, MIGRATIONS)).status).toBe('ok');
+  const entry = { database, stores: [] as SqliteChunkStore[] };
+  open.push(entry);
+  return entry;
+}
+
+/** A store over the database; with `logs`, it keeps snapshots and records what it logs. */
+function storeOf(entry: { database: SqliteDatabase; stores: SqliteChunkStore[] }, logs?: string[]) {
+  const snapshots =
+    logs === undefined
+      ? null
+      : {
+          databaseFile: entry.database.native.name,
+          delayMs: 3_600_000,
+          log: (message: string, fields?: Record<string, unknown>) => {
+            const why = typeof fields?.why === 'string' ? `: ${fields.why}` : '';
+            logs.push(`${message}${why}`);
+          },
+        };
+  const store = new SqliteChunkStore(entry.database.native, { snapshots });
+  entry.stores.push(store);
+  return store;
+}
+
+/** Adds a document of `n` chunks through the store's own commit. */
+async function addDocument(
+  entry: { database: SqliteDatabase },
+  store: SqliteChunkStore,
+  n: number,
+  projectId: string | null = null,
+): Promise<string> {
+  const id = randomUUID();
+  const token = randomUUID();
+  const now = new Date().toISOString();
+  entry.database.native
+    .prepare(
+      `insert into knowledge_documents (id, name, file_type, mime_type, source, project_id,
+         project_key, version, status, checksum, size_bytes, file_path, index_token, created_at,
+         updated_at)
+       values (?, ?, 'md', 'text/markdown', 'upload', ?, ?, 0, 'indexing', ?, 0, ?, ?, ?, ?)`,
+    )
+    .run(id, `${id}.md`, projectId, projectId ?? '', id, id, token, now, now);
+  const chunks = Array.from({ length: n }, (_, i) => {
+    const content = Array.from({ length: 6 + (i % 5) }, pick).join(' ');
+    return {
+      id: randomUUID(),
+      chunkIndex: i,
+      sectionPath: pick(),
+      page: null,
+      content,
+      tokenEstimate: 4,
+      metadata: {},
+      contentHash: `${id}:${i}`,
+      vector: vector(),
+    };
+  });
+  const outcome = await store.commitIndex({
+    documentId: id,
+    indexToken: token,
+    model: MODEL,
+    dimensions: DIMS,
+    chunks,
+    document: { markdown_path: null, converter_command: null, converter_meta: null },
+  });
+  expect(outcome).toBe('committed');
+  return id;
+}
+
+const QUERIES = ['alpha beta', 'river stone omega', 'kappa', 'sigma theta lambda', 'zeta'];
+
+/** The evidence each query gathers (keyword, nearest vectors, cosines), in and out of a project. */
+async function evidence(store: SqliteChunkStore): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (const [i, text] of QUERIES.entries()) {
+    seed = 1000 + i;
+    const query = vector();
+    for (const filter of [{}, { projectId: 'p1' }]) {
+      let seen: Evidence | undefined;
+      await store.search({ text, vector: query, model: MODEL, filter, limit: 20 }, (e) => {
+        seen = e;
+        return [];
+      });
+      out.push({ ...seen, cosine: [...(seen?.cosine ?? new Map<string, number>())].sort() });
+    }
+  }
+  return out;
+}
+
+/** A database of a few documents (one in project p1) and a store that saved its snapshots. */
+async function saved() {
+  const dir = tempDir();
+  const entry = await openDatabase(join(dir, 'aps.sqlite'));
+  const writer = storeOf(entry, []);
+  const documents: string[] = [];
+  for (let d = 0; d < 4; d++) documents.push(await addDocument(entry, writer, 20 + d * 10));
+  documents.push(await addDocument(entry, writer, 15, 'p1'));
+  await writer.warm(MODEL);
+  await writer.saveIndexes();
+  const files = readdirSync(join(dir, 'search-snapshots'));
+  expect(files.filter((f) => f.endsWith('.snapshot'))).toHaveLength(2);
+  return { dir, entry, writer, documents };
+}
+
+describe('search index snapshots (SQLite)', () => {
+  it('a store started from the snapshots finds what one built from the tables finds', async () => {
+    const { entry, writer } = await saved();
+    const logs: string[] = [];
+    const restored = storeOf(entry, logs);
+    expect(await restored.warm(MODEL)).toBe(20 + 30 + 40 + 50 + 15);
+    expect(logs.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
+    const fresh = storeOf(entry);
+    await fresh.warm(MODEL);
+    const expected = await evidence(fresh);
+    expect(await evidence(restored)).toEqual(expected);
+    expect(await evidence(writer)).toEqual(expected);
+  });
+
+  it('a corrupt snapshot is rebuilt from the tables, never trusted', async () => {
+    const { dir, entry } = await saved();
+    const path = join(dir, 'search-snapshots', 'aps.sqlite.keyword.snapshot');
+    const bytes = readFileSync(path);
+    const middle = Math.floor(bytes.length / 2);
+    bytes[middle] = (bytes[middle] ?? 0) ^ 0xff;
+    writeFileSync(path, bytes);
+    const logs: string[] = [];
+    const store = storeOf(entry, logs);
+    await store.warm(MODEL);
+    expect(logs).toContain('search index snapshot not used: checksum mismatch');
+    const fresh = storeOf(entry);
+    await fresh.warm(MODEL);
+    expect(await evidence(store)).toEqual(await evidence(fresh));
+    // Truncated: the same.
+    writeFileSync(path, bytes.subarray(0, 100));
+    const again: string[] = [];
+    await storeOf(entry, again).warm(MODEL);
+    expect(again.some((l) => l.startsWith('search index snapshot not used'))).toBe(true);
+  });
+
+  it("another database's snapshots (a copied or restored file) are not used", async () => {
+    const { dir, entry: original } = await saved();
+    original.database.native.pragma('wal_checkpoint(TRUNCATE)');
+    const other = tempDir();
+    copyFileSync(join(dir, 'aps.sqlite'), join(other, 'aps.sqlite'));
+    mkdirSync(join(other, 'search-snapshots'));
+    for (const name of readdirSync(join(dir, 'search-snapshots'))) {
+      copyFileSync(join(dir, 'search-snapshots', name), join(other, 'search-snapshots', name));
+    }
+    const entry = await openDatabase(join(other, 'aps.sqlite'));
+    const logs: string[] = [];
+    await storeOf(entry, logs).warm(MODEL);
+    expect(logs).toEqual([
+      'search index snapshot not used: another database',
+      'search index snapshot not used: another database',
+    ]);
+  });
+
+  it('a stale snapshot is brought up to date from the change log', async () => {
+    const { entry, documents } = await saved();
+    // Written after the snapshot, by a store that keeps none (as another process would).
+    const other = storeOf(entry);
+    await addDocument(entry, other, 12, 'p1');
+    await addDocument(entry, other, 9);
+    expect(await other.deleteDocument(documents[1] ?? '')).toBe(true);
+    expect(await other.deleteDocument(documents[4] ?? '')).toBe(true);
+    const logs: string[] = [];
+    const restored = storeOf(entry, logs);
+    expect(await restored.warm(MODEL)).toBe(20 + 40 + 50 + 12 + 9);
+    expect(logs.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
+    const fresh = storeOf(entry);
+    await fresh.warm(MODEL);
+    expect(await evidence(restored)).toEqual(await evidence(fresh));
+  });
+
+  it('searches made while the indexes load wait for them and answer as a loaded store', async () => {
+    const { entry } = await saved();
+    const fresh = storeOf(entry);
+    await fresh.warm(MODEL);
+    const expected = await evidence(fresh);
+    for (const logs of [[], undefined]) {
+      const store = storeOf(entry, logs);
+      let loaded = false;
+      const warming = store.warm(MODEL).then(() => (loaded = true));
+      const during = evidence(store);
+      expect(loaded).toBe(false);
+      expect(await during).toEqual(expected);
+      await warming;
+    }
+  });
+});
