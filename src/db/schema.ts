@@ -37,7 +37,7 @@ export interface ApiKeysTable {
 
 /**
  * One row (id 1): bumped by every revocation and rotation of a key (migration 0015), so that
- * cached verifications of keys and tokens are dropped at once (auth/key-cache.ts).
+ * cached verifications of keys and tokens are dropped at once (auth/revocations.ts).
  */
 export interface ApiKeyGenerationTable {
   id: number;

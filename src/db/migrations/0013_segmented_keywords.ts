@@ -5,7 +5,6 @@ import {
   deleteKeywordRows,
   updateStatistics,
 } from '../../knowledge/search/postgres/keyword-rows.js';
-import { deletePostings, insertPostings } from '../../knowledge/search/postgres/postings.js';
 import { Stemmer } from '../../knowledge/search/postgres/words.js';
 import { needsSegmenting, segmentWords } from '../../knowledge/search/segment.js';
 import type { Database } from '../database.js';
@@ -65,10 +64,6 @@ async function segmentPostgres(db: Kysely<unknown>): Promise<void> {
         where c.document_id = d.id and (c.content ~ ${SCRIPTS} or c.section_path ~ ${SCRIPTS})))
     order by d.id`.execute(db);
   const stemmer = new Stemmer();
-  // Run again on a database that has the postings of migration 0015 (tests): rebuilt too.
-  const { rows: postingsTable } = await sql<{ exists: boolean }>`
-    select to_regclass('knowledge_fts_postings') is not null as exists`.execute(db);
-  const withPostings = postingsTable[0]?.exists === true;
   for (const doc of documents) {
     const { rows: chunks } = await sql<{ id: string; section_path: string; content: string }>`
       select c.id, c.section_path, c.content from knowledge_chunks c
@@ -82,26 +77,12 @@ async function segmentPostgres(db: Kysely<unknown>): Promise<void> {
       doc.name,
       chunks.map((c) => ({ sectionPath: c.section_path, content: c.content })),
     );
-    const inserted = (await client.query(
+    await client.query(
       `insert into knowledge_chunks_fts (chunk_id, document_id, project_key, token_count, terms)
        select t.id, $2, $3, t.token_count, t.terms
-       from unnest($1::text[], $4::int[], $5::tsvector[]) as t(id, token_count, terms)
-       returning chunk_id as id, seq::float8 as seq`,
+       from unnest($1::text[], $4::int[], $5::tsvector[]) as t(id, token_count, terms)`,
       [chunks.map((c) => c.id), doc.id, doc.project_key, rows.tokenCounts, rows.terms],
-    )) as unknown as { rows: { id: string; seq: number }[] };
-    if (withPostings) {
-      const at = new Map(chunks.map((c, i) => [c.id, i]));
-      await deletePostings(client, doc.id);
-      await insertPostings(
-        client,
-        doc.id,
-        doc.project_key,
-        inserted.rows.map(({ id, seq }) => {
-          const i = at.get(id) ?? 0;
-          return { seq, length: rows.tokenCounts[i] ?? 0, counts: rows.counts[i] ?? new Map() };
-        }),
-      );
-    }
+    );
     await updateStatistics(client, doc.id, removed, {
       chunks: chunks.length,
       tokens: rows.tokenCounts.reduce((a, b) => a + b, 0),

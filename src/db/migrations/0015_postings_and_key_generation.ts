@@ -11,7 +11,7 @@ import type { Database } from '../database.js';
  * Issue 13:
  * - both: `api_key_generation`, one counter bumped by every revocation and rotation, so that
  *   each instance can keep verified keys and tokens in memory and drop them the moment a key is
- *   revoked anywhere (auth/key-cache.ts);
+ *   revoked anywhere (auth/revocations.ts);
  * - PostgreSQL: `knowledge_fts_postings`, the keyword postings per (lexeme, document)
  *   (knowledge/search/postgres/postings.ts), filled from the existing tsvector rows, and an index
  *   on `knowledge_chunks_fts.seq` (a search finds its top chunks by seq).
@@ -58,12 +58,16 @@ const LABEL_WEIGHT: Record<string, number> = {
  * The postings of every indexed document, from its tsvector rows (their positions are the
  * weighted occurrences; a tsvector keeps at most 256 per lexeme, as the keyword search before
  * this migration counted them). A document indexed again writes its postings from its words.
+ * Rebuilds every row, so running it again (or after migration 0013 re-keyed the tsvector rows:
+ * languages.test.ts) leaves postings that match the rows.
  */
 export async function backfill(db: Kysely<unknown>): Promise<void> {
   const client = {
     query: (text: string, params: unknown[] = []) =>
       db.executeQuery(CompiledQuery.raw(text, params)),
   } as unknown as PoolClient;
+  // From scratch: the postings always equal the tsvector rows after it (whatever ran before).
+  await sql`delete from knowledge_fts_postings`.execute(db);
   const { rows: documents } = await sql<{ document_id: string; project_key: string }>`
     select distinct document_id, project_key from knowledge_chunks_fts order by document_id`.execute(
     db,
