@@ -3,12 +3,13 @@
  * `aps serve` process, beside a bare Fastify 5 server answering a JSON body of the same size
  * (bench/bare-fastify.ts), with autocannon, in the same run:
  *
- *   npm run bench:request -- [--before-cli /path/to/old/dist/cli.js] [--duration 8]
+ *   npm run bench:request -- [--before-cli /path/to/old/dist/cli.js …] [--duration 8]
  *                            [--connections 10] [--rounds 2] [--db sqlite|postgres] [--log-level info]
  *
  * The route is GET {API_PREFIX}/knowledge/commands (level L2, no database work of its own): what
  * is measured is the server's own path — hooks, the guard, serialisation, logging. Credentials:
- * the raw key as `Authorization: Bearer`, and a JWT minted from it. Each round measures the bare
+ * the raw key as `Authorization: Bearer`, and a JWT minted from it. `--before-cli` may be given
+ * more than once (builds labelled `before 1`, `before 2`, … in that order). Each round measures the bare
  * server, then each build's key and JWT runs; the ratios are against the bare server of the same
  * round (the machine's load changes between rounds). `--db postgres` runs the servers on
  * PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster), a fresh database per server.
@@ -30,7 +31,7 @@ import {
 
 const { values } = parseArgs({
   options: {
-    'before-cli': { type: 'string' },
+    'before-cli': { type: 'string', multiple: true },
     duration: { type: 'string', default: '8' },
     connections: { type: 'string', default: '10' },
     rounds: { type: 'string', default: '2' },
@@ -132,8 +133,9 @@ async function measure(url: string, headers: Record<string, string> = {}): Promi
 const builds: Build[] = [];
 let bare: { base: string; child: ChildProcess } | undefined;
 try {
-  if (values['before-cli'] !== undefined) {
-    builds.push(await startBuild('before', resolve(values['before-cli'])));
+  const before = values['before-cli'] ?? [];
+  for (const [i, cli] of before.entries()) {
+    builds.push(await startBuild(before.length === 1 ? 'before' : `before ${i + 1}`, resolve(cli)));
   }
   builds.push(await startBuild('after', resolve(import.meta.dirname, '../dist/cli.js')));
   const bodyBytes = builds[builds.length - 1]?.bodyBytes ?? 0;

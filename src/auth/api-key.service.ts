@@ -1,5 +1,5 @@
 /** Rules of API keys: creation, verification, revocation, rotation, bootstrap — all audited. */
-import { randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import type { AgentLevel, ApiKeyRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { displayHints, generateApiKey, hashApiKey, hashesEqual } from './api-key.js';
@@ -47,6 +47,8 @@ function toRecord(row: ApiKeyRow): ApiKeyRecord {
 /** `last_used_at` is written at most this often per key, so authentication stays read-mostly. */
 const TOUCH_INTERVAL_MS = 60_000;
 
+const sha256 = (text: string): string => hash('sha256', text, 'base64url');
+
 /** Verified keys kept in memory at most (then the cache starts over). */
 const CACHE_MAX = 10_000;
 
@@ -60,6 +62,11 @@ export class ApiKeyService {
   /** Active keys by hash and by id, valid while the revocation generation is unchanged. */
   private readonly byHash = new Map<string, CachedKey>();
   private readonly byId = new Map<string, CachedKey>();
+  /**
+   * Raw keys verified before, by their SHA-256: a one-shot digest costs a fraction of the keyed
+   * hash, which is then computed only on a miss (the raw key itself is never kept).
+   */
+  private readonly byDigest = new Map<string, CachedKey>();
 
   constructor(
     private readonly repo: ApiKeyRepository,
@@ -69,10 +76,15 @@ export class ApiKeyService {
     private readonly revocations: RevocationGeneration = NO_CACHE,
   ) {}
 
-  /** A revocation or rotation committed here: no cached key is used before the generation is read again. */
-  private revoked(): void {
+  private clearCache(): void {
     this.byHash.clear();
     this.byId.clear();
+    this.byDigest.clear();
+  }
+
+  /** A revocation or rotation committed here: no cached key is used before the generation is read again. */
+  private revoked(): void {
+    this.clearCache();
     this.revocations.refresh();
   }
 
@@ -94,10 +106,7 @@ export class ApiKeyService {
     const row = await find();
     if (row === undefined || row.revoked_at !== null) return undefined;
     if (generation !== null) {
-      if (this.byHash.size >= CACHE_MAX) {
-        this.byHash.clear();
-        this.byId.clear();
-      }
+      if (this.byHash.size >= CACHE_MAX || this.byDigest.size >= CACHE_MAX) this.clearCache();
       const entry = { row, generation };
       this.byHash.set(row.key_hash, entry);
       this.byId.set(row.id, entry);
@@ -212,9 +221,16 @@ export class ApiKeyService {
   /** Checks a raw key in constant time against its stored keyed hash; null if unknown or revoked. */
   async verify(rawKey: string): Promise<Principal | null> {
     if (rawKey.length === 0 || rawKey.length > 512) return null;
-    const hash = hashApiKey(rawKey, this.salt);
-    const row = await this.activeRow(this.byHash, hash, () => this.repo.findByHash(hash));
-    if (row === undefined || !hashesEqual(row.key_hash, hash)) return null;
+    const digest = sha256(rawKey);
+    const generation = this.revocations.current();
+    const hit = generation === null ? undefined : this.byDigest.get(digest);
+    let row = hit !== undefined && hit.generation === generation ? hit.row : undefined;
+    if (row === undefined) {
+      const hash = hashApiKey(rawKey, this.salt);
+      row = await this.activeRow(this.byHash, hash, () => this.repo.findByHash(hash));
+      if (row === undefined || !hashesEqual(row.key_hash, hash)) return null;
+      if (generation !== null) this.byDigest.set(digest, { row, generation });
+    }
     await this.touch(row);
     return { apiKeyId: row.id, level: row.level, subject: row.id, method: 'api_key' };
   }

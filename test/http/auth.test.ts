@@ -205,9 +205,9 @@ describe('POST /auth/token', () => {
     } finally {
       await database.close();
     }
-    // SQLite: the next request sees it (data_version). PostgreSQL: as soon as the NOTIFY arrives
-    // on this instance's LISTEN connection (milliseconds).
-    const deadline = Date.now() + (t.ctx.database.driver === 'sqlite' ? 0 : 2000);
+    // SQLite: the next turn of the event loop sees it (data_version, read once per turn).
+    // PostgreSQL: as soon as the NOTIFY arrives on this instance's LISTEN connection (milliseconds).
+    const deadline = Date.now() + (t.ctx.database.driver === 'sqlite' ? 50 : 2000);
     let status: { key: number; jwt: number };
     do {
       status = {
