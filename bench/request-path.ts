@@ -11,7 +11,8 @@
  * the raw key as `Authorization: Bearer`, and a JWT minted from it. `--before-cli` may be given
  * more than once (builds labelled `before 1`, `before 2`, … in that order). Each round measures the bare
  * server, then each build's key and JWT runs; the ratios are against the bare server of the same
- * round (the machine's load changes between rounds). `--db postgres` runs the servers on
+ * round (the machine's load changes between rounds), and so is each server's CPU time per
+ * request (from /proc: the figure a loaded machine distorts least). `--db postgres` runs the servers on
  * PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster), a fresh database per server.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -24,6 +25,7 @@ import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
 import { startPostgres } from './retrieval/postgres.js';
 import {
   freePort,
+  processCpu,
   startBenchServer,
   stopServerProcess,
   type ServerProcess,
@@ -114,16 +116,21 @@ async function startBare(bodyBytes: number): Promise<{ base: string; child: Chil
 
 interface Result {
   rps: number;
+  /** The server process's CPU per request (µs): robust to the machine's load, unlike req/s. */
+  cpuUs: number;
   p50: number;
   p99: number;
   errors: number;
 }
 
-async function measure(url: string, headers: Record<string, string> = {}): Promise<Result> {
+async function measure(url: string, headers: Record<string, string>, pid: number): Promise<Result> {
+  const cpuBefore = processCpu(pid).selfMs;
   const result = await autocannon({ url, connections, duration, headers });
+  const cpuMs = processCpu(pid).selfMs - cpuBefore;
   const errors = result.errors + result.non2xx + result.timeouts;
   return {
     rps: result.requests.average,
+    cpuUs: result.requests.total === 0 ? 0 : (cpuMs * 1000) / result.requests.total,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors,
@@ -141,44 +148,64 @@ try {
   const bodyBytes = builds[builds.length - 1]?.bodyBytes ?? 0;
   bare = await startBare(bodyBytes);
   log(`GET ${ROUTE}: ${bodyBytes} bytes of JSON; bare Fastify answers as many`);
-  const rows: { round: number; target: string; result: Result; ratio: number }[] = [];
+  const rows: {
+    round: number;
+    target: string;
+    result: Result;
+    ratio: number;
+    cpuRatio: number;
+  }[] = [];
   for (let round = 1; round <= rounds; round++) {
     // Warm-up of every target (JIT, caches), then the measured runs.
     const bareUrl = `${bare.base}/hello`;
-    const targets: { name: string; url: string; headers: Record<string, string> }[] = [
-      { name: 'bare Fastify 5', url: bareUrl, headers: {} },
+    const targets: { name: string; url: string; headers: Record<string, string>; pid: number }[] = [
+      { name: 'bare Fastify 5', url: bareUrl, headers: {}, pid: bare.child.pid ?? -1 },
     ];
     for (const b of builds) {
       const url = `${b.server.base}${ROUTE}`;
+      const pid = b.server.child.pid ?? -1;
       targets.push({
         name: `${b.label}: raw key`,
         url,
         headers: { authorization: `Bearer ${KEY}` },
+        pid,
       });
-      targets.push({ name: `${b.label}: JWT`, url, headers: { authorization: `Bearer ${b.jwt}` } });
+      targets.push({
+        name: `${b.label}: JWT`,
+        url,
+        headers: { authorization: `Bearer ${b.jwt}` },
+        pid,
+      });
     }
     let bareRps = 0;
+    let bareCpu = 0;
     for (const t of targets) {
       if (round === 1) {
         await autocannon({ url: t.url, connections, duration: 1, headers: t.headers });
       }
-      const result = await measure(t.url, t.headers);
-      if (t.url === bareUrl) bareRps = result.rps;
+      const result = await measure(t.url, t.headers, t.pid);
+      if (t.url === bareUrl) {
+        bareRps = result.rps;
+        bareCpu = result.cpuUs;
+      }
       const ratio = bareRps === 0 ? 0 : result.rps / bareRps;
-      rows.push({ round, target: t.name, result, ratio });
+      const cpuRatio = result.cpuUs === 0 ? 0 : bareCpu / result.cpuUs;
+      rows.push({ round, target: t.name, result, ratio, cpuRatio });
       log(
-        `round ${round} ${t.name}: ${Math.round(result.rps)} req/s, ratio ${ratio.toFixed(2)}, errors ${result.errors}`,
+        `round ${round} ${t.name}: ${Math.round(result.rps)} req/s, ratio ${ratio.toFixed(2)}, ${Math.round(result.cpuUs)} µs CPU/req (bare/this ${cpuRatio.toFixed(2)}), errors ${result.errors}`,
       );
     }
   }
   console.log(
     `\nGET ${ROUTE} (${bodyBytes} bytes), ${connections} connections, ${duration} s per run, database ${values.db}, LOG_LEVEL ${values['log-level']}\n`,
   );
-  console.log('| round | target | req/s | p50 ms | p99 ms | errors | × bare |');
-  console.log('|---|---|---|---|---|---|---|');
+  console.log(
+    '| round | target | req/s | p50 ms | p99 ms | errors | × bare | server CPU µs/req | bare CPU / this |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     console.log(
-      `| ${r.round} | ${r.target} | ${Math.round(r.result.rps)} | ${r.result.p50} | ${r.result.p99} | ${r.result.errors} | ${r.ratio.toFixed(2)} |`,
+      `| ${r.round} | ${r.target} | ${Math.round(r.result.rps)} | ${r.result.p50} | ${r.result.p99} | ${r.result.errors} | ${r.ratio.toFixed(2)} | ${Math.round(r.result.cpuUs)} | ${r.cpuRatio.toFixed(2)} |`,
     );
   }
 } finally {

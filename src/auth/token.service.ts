@@ -3,7 +3,7 @@
  * Minted with jose; verified on every request with node:crypto's HMAC (verifyHs256: a few
  * microseconds, where jose's verification cost 118–150 µs per call, issue 13).
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { AppError } from '../errors.js';
 import { isAgentLevel } from './levels.js';
@@ -20,9 +20,21 @@ interface IssuedToken {
   expiresAt: string;
 }
 
+/** The claims of a verified token that verification goes on to use. */
+interface VerifiedClaims {
+  apiKeyId: string;
+  sub: string;
+  exp: number;
+}
+
+/** Verified tokens kept in memory at most (then the cache starts over). */
+const CACHE_MAX = 10_000;
+
 export class TokenService {
   private readonly key: Uint8Array;
   private readonly secret: Buffer;
+  /** Verified tokens by their SHA-256 (the token itself is never kept), until they expire. */
+  private readonly verified = new Map<string, VerifiedClaims>();
 
   constructor(
     secret: string,
@@ -72,20 +84,43 @@ export class TokenService {
     };
   }
 
-  /** Verifies signature, algorithm, expiry and issuer, then that the key is still active. */
+  /**
+   * Verifies signature, algorithm, expiry and issuer, then that the key is still active. A token
+   * verified before is found by its SHA-256 until it expires (its claims cannot change); whether
+   * its key is still active is asked every time (the revocation generation, api-key.service.ts).
+   */
   async verify(token: string): Promise<Principal> {
-    const payload = verifyHs256(token, this.secret, Math.floor(Date.now() / 1000));
+    const now = Math.floor(Date.now() / 1000);
+    const digest = hash('sha256', token, 'base64url');
+    let claims = this.verified.get(digest);
+    if (claims === undefined || claims.exp <= now) {
+      claims = this.check(token, now);
+      if (this.verified.size >= CACHE_MAX) this.verified.clear();
+      this.verified.set(digest, claims);
+    }
+    const { apiKeyId, sub } = claims;
+    const key = await this.apiKeys.activeKey(apiKeyId);
+    if (key === null) throw new AppError('AUTH_UNAUTHORIZED', 'The token’s API key was revoked.');
+    return { apiKeyId, level: key.level, subject: sub, method: 'jwt' };
+  }
+
+  /** The claims of a valid token, or the 401 saying why not. */
+  private check(token: string, now: number): VerifiedClaims {
+    const payload = verifyHs256(token, this.secret, now);
     if (payload === 'expired') throw new AppError('AUTH_UNAUTHORIZED', 'The token has expired.');
     if (payload === null || payload.iss !== ISSUER) {
       throw new AppError('AUTH_UNAUTHORIZED', 'The token is invalid.');
     }
-    const { apiKeyId, level, sub } = payload;
-    if (typeof apiKeyId !== 'string' || !isAgentLevel(level) || typeof sub !== 'string') {
+    const { apiKeyId, level, sub, exp } = payload;
+    if (
+      typeof apiKeyId !== 'string' ||
+      !isAgentLevel(level) ||
+      typeof sub !== 'string' ||
+      typeof exp !== 'number'
+    ) {
       throw new AppError('AUTH_UNAUTHORIZED', 'The token is invalid.');
     }
-    const key = await this.apiKeys.activeKey(apiKeyId);
-    if (key === null) throw new AppError('AUTH_UNAUTHORIZED', 'The token’s API key was revoked.');
-    return { apiKeyId, level: key.level, subject: sub, method: 'jwt' };
+    return { apiKeyId, sub, exp };
   }
 }
 

@@ -1,7 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { jwtVerify, SignJWT, UnsecuredJWT, base64url } from 'jose';
-import { describe, expect, it } from 'vitest';
-import { verifyHs256 } from '../../src/auth/token.service.js';
+import { describe, expect, it, vi } from 'vitest';
+import type { ApiKeyService } from '../../src/auth/api-key.service.js';
+import { TokenService, verifyHs256 } from '../../src/auth/token.service.js';
+import type { ApiKeyRow } from '../../src/db/schema.js';
 
 const SECRET = 's'.repeat(48);
 const key = new TextEncoder().encode(SECRET);
@@ -96,6 +98,54 @@ describe('verifyHs256 (node:crypto) agrees with jose', () => {
       const token = hmacToken({ alg: 'HS256' }, body);
       expect(await jose(token), body).toBe('invalid');
       expect(ours(token), body).toBe('invalid');
+    }
+  });
+});
+
+describe('TokenService.verify with its cache of verified tokens', () => {
+  it('finds a token verified before until it expires; its key is asked every time', async () => {
+    const active = new Set(['key-1']);
+    const asked: string[] = [];
+    const apiKeys = {
+      activeKey: (id: string) => {
+        asked.push(id);
+        return Promise.resolve(active.has(id) ? ({ id, level: 'L1' } as ApiKeyRow) : null);
+      },
+    } as unknown as ApiKeyService;
+    const tokens = new TokenService(SECRET, 60, apiKeys);
+    vi.useFakeTimers({ now: Date.now(), toFake: ['Date'] });
+    try {
+      const { token } = await tokens.refresh({
+        apiKeyId: 'key-1',
+        level: 'L1',
+        subject: 'agent-1',
+        method: 'jwt',
+      });
+      for (let i = 0; i < 3; i++) {
+        expect(await tokens.verify(token)).toEqual({
+          apiKeyId: 'key-1',
+          level: 'L1',
+          subject: 'agent-1',
+          method: 'jwt',
+        });
+      }
+      expect(asked).toEqual(['key-1', 'key-1', 'key-1']);
+      // A tampered copy is not the cached token.
+      await expect(tokens.verify(`${token.slice(0, -2)}AA`)).rejects.toMatchObject({
+        code: 'AUTH_UNAUTHORIZED',
+      });
+      // The key revoked: refused although the token was cached.
+      active.delete('key-1');
+      await expect(tokens.verify(token)).rejects.toMatchObject({ code: 'AUTH_UNAUTHORIZED' });
+      active.add('key-1');
+      // Past its expiry the cached token is refused too.
+      vi.setSystemTime(Date.now() + 61_000);
+      await expect(tokens.verify(token)).rejects.toMatchObject({
+        code: 'AUTH_UNAUTHORIZED',
+        message: 'The token has expired.',
+      });
+    } finally {
+      vi.useRealTimers();
     }
   });
 });
