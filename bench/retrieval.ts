@@ -53,7 +53,7 @@ import {
 } from './retrieval/sets.js';
 import { buildFtsQuery, FTS5_BM25 } from '../src/knowledge/search/sqlite/fts-query.js';
 import { SqliteChunkStore } from '../src/knowledge/search/sqlite/sqlite-chunk-store.js';
-import { hnswRecall, startPostgres } from './retrieval/postgres.js';
+import { hnswCurve, hnswRecall, startPostgres } from './retrieval/postgres.js';
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
 import { realdocsSet } from './retrieval/realdocs.js';
 import { calibrationTable } from './retrieval/calibration.js';
@@ -376,6 +376,13 @@ async function runScale(n: number): Promise<void> {
       if (database.driver === 'postgres') {
         const recall = await hnswRecall(database, store, embedder.model, vectors);
         floor += `; HNSW recall@10 vs exact search ${fmt(recall)}`;
+        const curve = await hnswCurve(
+          database,
+          embedder.model,
+          vectors.slice(0, 100),
+          [40, 100, 200, 400, 800],
+        );
+        if (curve.length > 0) floor += `; HNSW curve (100 queries): ${curve.join('; ')}`;
       }
     }
     notes.push(

@@ -20,12 +20,14 @@ import { guardConnections, serverOptions } from './http/connections.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
 import { registerLoadShedding } from './http/load-shedding.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
+import { RequestLog } from './http/request-log.js';
 import { validationOptions } from './http/validation.js';
 import './http/route-config.js';
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log,
+    logController: new RequestLog(),
     bodyLimit: ctx.config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => {
@@ -49,12 +51,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     closing = true;
   });
   // Responses finished while closing end their keep-alive connection, so close() can complete.
-  app.addHook('onSend', async (_request, reply) => {
+  // (Hooks on every request take callbacks: no promise per hook, issue 13.)
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) void reply.header('connection', 'close');
+    done(null, payload);
   });
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
-    if (closing) throw new AppError('SERVICE_UNAVAILABLE');
+    done(closing ? new AppError('SERVICE_UNAVAILABLE') : undefined);
   });
 
   registerErrorHandling(app);

@@ -4,6 +4,7 @@
  */
 import { ApiKeyRepository } from './auth/api-key.repository.js';
 import { ApiKeyService } from './auth/api-key.service.js';
+import { SqliteRevocations, type RevocationGeneration } from './auth/revocations.js';
 import { TokenService } from './auth/token.service.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
@@ -65,6 +66,16 @@ async function createQueue(
   });
 }
 
+/** How verified keys learn of revocations: data_version on SQLite, LISTEN on PostgreSQL. */
+async function createRevocations(
+  database: Database,
+  log: FastifyBaseLogger,
+): Promise<RevocationGeneration> {
+  if (database.driver === 'sqlite') return new SqliteRevocations(database.native);
+  const { PostgresRevocations } = await import('./auth/revocations-postgres.js');
+  return new PostgresRevocations(database.pool, log);
+}
+
 export async function createContext(
   config: Config,
   options: ContextOptions = {},
@@ -75,10 +86,12 @@ export async function createContext(
   const migration = await migrate(database, options.migrations ?? MIGRATIONS);
   const readOnly = migration.status !== 'ok';
   const queue = await createQueue(config, database, log);
+  const revocations = await createRevocations(database, log);
   const apiKeys = new ApiKeyService(
     new ApiKeyRepository(database.db),
     secrets.apiKeySalt,
     () => readOnly,
+    revocations,
   );
   const tokens = new TokenService(secrets.jwtSecret, config.jwtTtlSeconds, apiKeys);
   const knowledge = await createKnowledgeModule(config, database, queue, log, options.embedder);
@@ -95,6 +108,7 @@ export async function createContext(
     tokens,
     async close() {
       await queue.close();
+      await revocations.close();
       await knowledge.close();
       await database.close();
     },

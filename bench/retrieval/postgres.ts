@@ -105,3 +105,69 @@ export async function hnswRecall(
   }
   return total === 0 ? 1 : found / total;
 }
+
+/**
+ * The recall/latency curve of the HNSW index: for each `hnsw.ef_search`, recall@10 against the
+ * exact top 10 and the latency of the graph scan alone (iterative scan, as the store runs it),
+ * over the given query vectors.
+ */
+export async function hnswCurve(
+  database: PostgresDatabase,
+  model: string,
+  vectors: Float32Array[],
+  efs: readonly number[],
+): Promise<string[]> {
+  const tables = await database.pool.query<{ table_name: string }>(
+    'select table_name from knowledge_vector_tables where model = $1 and dimensions = $2',
+    [model, vectors[0]?.length ?? 0],
+  );
+  const table = tables.rows[0]?.table_name;
+  if (table === undefined) return [];
+  const literal = (v: Float32Array) => `[${Array.from(v).join(',')}]`;
+  const client = await database.pool.connect();
+  try {
+    const exact: string[][] = [];
+    await client.query('begin');
+    await client.query('set local enable_indexscan = off');
+    await client.query('set local enable_bitmapscan = off');
+    for (const v of vectors) {
+      const { rows } = await client.query<{ chunk_id: string }>(
+        `select chunk_id from ${table} order by embedding <=> $1::vector limit 10`,
+        [literal(v)],
+      );
+      exact.push(rows.map((r) => r.chunk_id));
+    }
+    await client.query('commit');
+    const lines: string[] = [];
+    for (const ef of efs) {
+      await client.query('begin');
+      await client.query(`set local hnsw.ef_search = ${ef}`);
+      await client.query('set local hnsw.iterative_scan = relaxed_order');
+      let found = 0;
+      const ms: number[] = [];
+      for (const [i, v] of vectors.entries()) {
+        const t0 = performance.now();
+        const { rows } = await client.query<{ chunk_id: string }>(
+          `select chunk_id from (
+             select chunk_id, embedding <=> $1::vector as d from ${table}
+             order by embedding <=> $1::vector limit 42
+           ) s order by d limit 10`,
+          [literal(v)],
+        );
+        ms.push(performance.now() - t0);
+        const want = new Set(exact[i]);
+        found += rows.filter((r) => want.has(r.chunk_id)).length;
+      }
+      await client.query('commit');
+      ms.sort((a, b) => a - b);
+      const at = (q: number) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] ?? 0;
+      const total = exact.reduce((n, e) => n + e.length, 0);
+      lines.push(
+        `ef_search ${ef}: recall@10 ${(total === 0 ? 1 : found / total).toFixed(3)}, graph scan p50 ${at(0.5).toFixed(1)} / p95 ${at(0.95).toFixed(1)} ms`,
+      );
+    }
+    return lines;
+  } finally {
+    client.release();
+  }
+}

@@ -65,6 +65,15 @@ export class ApiKeyRepository {
       .execute();
   }
 
+  /** Bumps the revocation generation (auth/revocations.ts), in the caller's transaction. */
+  async bumpGeneration(db: Db = this.db): Promise<void> {
+    await db
+      .updateTable('api_key_generation')
+      .set((eb) => ({ generation: eb('generation', '+', 1) }))
+      .where('id', '=', 1)
+      .execute();
+  }
+
   async touch(id: string, at: string): Promise<void> {
     await this.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
   }

@@ -1,9 +1,10 @@
 /** Rules of API keys: creation, verification, revocation, rotation, bootstrap — all audited. */
-import { randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import type { AgentLevel, ApiKeyRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { displayHints, generateApiKey, hashApiKey, hashesEqual } from './api-key.js';
 import type { ApiKeyRepository } from './api-key.repository.js';
+import { NO_CACHE, type RevocationGeneration } from './revocations.js';
 
 /** An API key as clients may see it: never the raw key nor its hash. */
 interface ApiKeyRecord {
@@ -46,12 +47,72 @@ function toRecord(row: ApiKeyRow): ApiKeyRecord {
 /** `last_used_at` is written at most this often per key, so authentication stays read-mostly. */
 const TOUCH_INTERVAL_MS = 60_000;
 
+const sha256 = (text: string): string => hash('sha256', text, 'base64url');
+
+/** Verified keys kept in memory at most (then the cache starts over). */
+const CACHE_MAX = 10_000;
+
+/** A verified key row and the revocation generation read before it was looked up. */
+interface CachedKey {
+  row: ApiKeyRow;
+  generation: number;
+}
+
 export class ApiKeyService {
+  /** Active keys by hash and by id, valid while the revocation generation is unchanged. */
+  private readonly byHash = new Map<string, CachedKey>();
+  private readonly byId = new Map<string, CachedKey>();
+  /**
+   * Raw keys verified before, by their SHA-256: a one-shot digest costs a fraction of the keyed
+   * hash, which is then computed only on a miss (the raw key itself is never kept).
+   */
+  private readonly byDigest = new Map<string, CachedKey>();
+
   constructor(
     private readonly repo: ApiKeyRepository,
     private readonly salt: string,
     private readonly isReadOnly: () => boolean = () => false,
+    /** When cached keys are still valid (revocations.ts); by default nothing is cached. */
+    private readonly revocations: RevocationGeneration = NO_CACHE,
   ) {}
+
+  private clearCache(): void {
+    this.byHash.clear();
+    this.byId.clear();
+    this.byDigest.clear();
+  }
+
+  /** A revocation or rotation committed here: no cached key is used before the generation is read again. */
+  private revoked(): void {
+    this.clearCache();
+    this.revocations.refresh();
+  }
+
+  /**
+   * The active key row of a hash or id: from the cache while the revocation generation is the
+   * one it was read at, else from the database (and cached under the generation read before the
+   * lookup, so that a revocation committed meanwhile invalidates it).
+   */
+  private async activeRow(
+    cache: Map<string, CachedKey>,
+    key: string,
+    find: () => Promise<ApiKeyRow | undefined>,
+  ): Promise<ApiKeyRow | undefined> {
+    const generation = this.revocations.current();
+    if (generation !== null) {
+      const hit = cache.get(key);
+      if (hit !== undefined && hit.generation === generation) return hit.row;
+    }
+    const row = await find();
+    if (row === undefined || row.revoked_at !== null) return undefined;
+    if (generation !== null) {
+      if (this.byHash.size >= CACHE_MAX || this.byDigest.size >= CACHE_MAX) this.clearCache();
+      const entry = { row, generation };
+      this.byHash.set(row.key_hash, entry);
+      this.byId.set(row.id, entry);
+    }
+    return row;
+  }
 
   /** Creates a key and returns its raw value, which is never retrievable again. */
   async create(input: {
@@ -111,7 +172,7 @@ export class ApiKeyService {
 
   /** Revokes a key (idempotent). The last active L0 key cannot be revoked: nobody could manage keys. */
   async revoke(id: string, actor: string): Promise<ApiKeyRecord> {
-    return this.repo.transaction(async (db) => {
+    const record = await this.repo.transaction(async (db) => {
       const row = await this.repo.findById(id, db);
       if (row === undefined) throw new AppError('AUTH_API_KEY_NOT_FOUND');
       if (row.revoked_at !== null) return toRecord(row);
@@ -123,9 +184,12 @@ export class ApiKeyService {
       }
       const at = new Date().toISOString();
       await this.repo.revoke(id, at, null, db);
+      await this.repo.bumpGeneration(db);
       await this.repo.audit({ actor, action: 'api_key.revoke', target: id }, db);
       return toRecord({ ...row, revoked_at: at });
     });
+    this.revoked();
+    return record;
   }
 
   /** Replaces a key by a new one with the same name and level; the old one is revoked at once. */
@@ -133,7 +197,7 @@ export class ApiKeyService {
     id: string,
     actor: string,
   ): Promise<{ record: ApiKeyRecord; rawKey: string; rotatedFrom: string }> {
-    return this.repo.transaction(async (db) => {
+    const rotated = await this.repo.transaction(async (db) => {
       const row = await this.repo.findById(id, db);
       if (row === undefined) throw new AppError('AUTH_API_KEY_NOT_FOUND');
       if (row.revoked_at !== null) throw new AppError('AUTH_API_KEY_REVOKED');
@@ -143,29 +207,38 @@ export class ApiKeyService {
         origin: 'rotation',
       });
       await this.repo.revoke(id, record.createdAt, record.id, db);
+      await this.repo.bumpGeneration(db);
       await this.repo.audit(
         { actor, action: 'api_key.rotate', target: id, details: { newKeyId: record.id } },
         db,
       );
       return { record, rawKey, rotatedFrom: id };
     });
+    this.revoked();
+    return rotated;
   }
 
   /** Checks a raw key in constant time against its stored keyed hash; null if unknown or revoked. */
   async verify(rawKey: string): Promise<Principal | null> {
     if (rawKey.length === 0 || rawKey.length > 512) return null;
-    const hash = hashApiKey(rawKey, this.salt);
-    const row = await this.repo.findByHash(hash);
-    if (row === undefined || !hashesEqual(row.key_hash, hash) || row.revoked_at !== null)
-      return null;
+    const digest = sha256(rawKey);
+    const generation = this.revocations.current();
+    const hit = generation === null ? undefined : this.byDigest.get(digest);
+    let row = hit !== undefined && hit.generation === generation ? hit.row : undefined;
+    if (row === undefined) {
+      const hash = hashApiKey(rawKey, this.salt);
+      row = await this.activeRow(this.byHash, hash, () => this.repo.findByHash(hash));
+      if (row === undefined || !hashesEqual(row.key_hash, hash)) return null;
+      if (generation !== null) this.byDigest.set(digest, { row, generation });
+    }
     await this.touch(row);
     return { apiKeyId: row.id, level: row.level, subject: row.id, method: 'api_key' };
   }
 
   /** The key behind a JWT, if it still exists and is not revoked. */
   async activeKey(id: string): Promise<ApiKeyRow | null> {
-    const row = await this.repo.findById(id);
-    if (row === undefined || row.revoked_at !== null) return null;
+    const row = await this.activeRow(this.byId, id, () => this.repo.findById(id));
+    if (row === undefined) return null;
     await this.touch(row);
     return row;
   }
@@ -174,7 +247,10 @@ export class ApiKeyService {
     if (this.isReadOnly()) return;
     const now = Date.now();
     if (row.last_used_at !== null && now - Date.parse(row.last_used_at) < TOUCH_INTERVAL_MS) return;
-    await this.repo.touch(row.id, new Date(now).toISOString());
+    const at = new Date(now).toISOString();
+    await this.repo.touch(row.id, at);
+    // The cached row too (the same object): the next minute's requests write nothing.
+    row.last_used_at = at;
   }
 
   /**

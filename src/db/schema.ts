@@ -35,6 +35,15 @@ export interface ApiKeysTable {
   replaced_by: string | null;
 }
 
+/**
+ * One row (id 1): bumped by every revocation and rotation of a key (migration 0015), so that
+ * cached verifications of keys and tokens are dropped at once (auth/revocations.ts).
+ */
+export interface ApiKeyGenerationTable {
+  id: number;
+  generation: number | string;
+}
+
 export interface AuditLogTable {
   id: string;
   at: string;
@@ -132,6 +141,7 @@ export interface DB {
   aps_migrations: MigrationsTable;
   aps_migration_lock: MigrationLockTable;
   api_keys: ApiKeysTable;
+  api_key_generation: ApiKeyGenerationTable;
   audit_log: AuditLogTable;
   knowledge_documents: KnowledgeDocumentsTable;
   knowledge_chunks: KnowledgeChunksTable;
@@ -184,6 +194,18 @@ export interface TsvectorChunksTable {
   terms: string;
   /** Orders ties as FTS5's rowid does. */
   seq: number;
+}
+
+/**
+ * Keyword postings per (lexeme, document) (migration 0015, search/postgres/postings.ts): the
+ * document's chunks holding the lexeme, packed (seq offsets from `seq_base`, lengths, counts).
+ */
+export interface FtsPostingsTable {
+  lexeme: string;
+  document_id: string;
+  project_key: string;
+  seq_base: number;
+  postings: Uint8Array;
 }
 
 /** BM25's n(t): in how many chunks each lexeme occurs. */
@@ -248,6 +270,7 @@ export interface FileChunksTable {
 export interface PostgresOnlyTables {
   knowledge_chunks_fts: TsvectorChunksTable;
   knowledge_fts_terms: FtsTermsTable;
+  knowledge_fts_postings: FtsPostingsTable;
   knowledge_fts_stats: FtsStatsTable;
   aps_jobs: JobsTable;
   aps_job_counts: JobCountsTable;

@@ -7,11 +7,12 @@
  *
  * A slot is held from `onRequest` until the response is finished or its connection closes (a
  * client that gives up frees its slot at once, whatever the handler is still doing). Admitted
- * requests then start in arrival order through `fairTurn()` (turns.ts).
+ * requests then start in arrival order through `fairTurn()` (turns.ts), or at once when nobody
+ * waits and this turn of the event loop has budget left (`mayStartNow()`).
  */
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
-import { fairTurn } from '../turns.js';
+import { fairTurn, mayStartNow } from '../turns.js';
 
 export interface LoadSheddingOptions {
   /** Requests served at once; 0 turns shedding off. */
@@ -51,14 +52,21 @@ export function registerLoadShedding(
     url.startsWith(options.prefix) &&
     (url.length === options.prefix.length || '/?#'.includes(url.charAt(options.prefix.length)));
 
-  app.addHook('onRequest', async (request, reply) => {
-    if (!counted(request.url)) return;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!counted(request.url)) {
+      done();
+      return;
+    }
     if (inFlight >= options.maxInFlight) {
       void reply.header('retry-after', retryAfter);
-      throw new AppError('OVERLOADED');
+      done(new AppError('OVERLOADED'));
+      return;
     }
     // A stream is admitted only while there is room, but does not keep its slot.
-    if (request.routeOptions.config.stream === true) return;
+    if (request.routeOptions.config.stream === true) {
+      done();
+      return;
+    }
     inFlight++;
     let released = false;
     // 'close' follows the end of every response and a client's disconnect alike: exactly once.
@@ -67,8 +75,13 @@ export function registerLoadShedding(
       released = true;
       inFlight--;
     });
-    // Admitted requests start in arrival order, a few per turn of the event loop.
-    await fairTurn();
+    // Admitted requests start in arrival order, a few milliseconds of them per turn of the event
+    // loop: at once while this turn has budget and nobody waits, else in a later turn.
+    if (mayStartNow()) done();
+    else
+      void fairTurn().then(() => {
+        done();
+      });
   });
   return state;
 }

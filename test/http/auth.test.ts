@@ -1,6 +1,9 @@
 import { SignJWT, UnsecuredJWT, base64url } from 'jose';
 import { generateKeyPairSync } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ApiKeyRepository } from '../../src/auth/api-key.repository.js';
+import { ApiKeyService } from '../../src/auth/api-key.service.js';
+import { openDatabase } from '../../src/db/database.js';
 import { bearer, createTestApp, type TestApp } from '../helpers.js';
 
 let t: TestApp;
@@ -160,6 +163,69 @@ describe('POST /auth/token', () => {
       code: 'AUTH_UNAUTHORIZED',
     });
     expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(401);
+  });
+
+  it('a revoked key and its tokens stop at once, though their verification was cached', async () => {
+    const other = await createKey('L0');
+    const jwt = (await token(other.apiKey)).json<{ token: string }>().token;
+    // Verified several times: served from the cache by now.
+    for (let i = 0; i < 3; i++) {
+      expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(200);
+      expect((await listKeys(bearer(jwt))).statusCode).toBe(200);
+    }
+    const rotated = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/api-keys/rotate'),
+      headers: bearer(t.key),
+      payload: { id: other.id },
+    });
+    expect(rotated.statusCode).toBe(201);
+    expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(401);
+    expect((await listKeys(bearer(jwt))).statusCode).toBe(401);
+    // The successor works at once too.
+    const successor = rotated.json<{ apiKey: string }>().apiKey;
+    expect((await listKeys(bearer(successor))).statusCode).toBe(200);
+  });
+
+  it('a key revoked by another process or instance stops here too (revocation generation)', async () => {
+    const other = await createKey('L0');
+    const jwt = (await token(other.apiKey)).json<{ token: string }>().token;
+    for (let i = 0; i < 3; i++) {
+      expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(200);
+      expect((await listKeys(bearer(jwt))).statusCode).toBe(200);
+    }
+    // As `aps keys revoke` or another instance does: its own connection, its own service.
+    const database = await openDatabase(t.ctx.config.database);
+    try {
+      const elsewhere = new ApiKeyService(
+        new ApiKeyRepository(database.db),
+        t.ctx.secrets.apiKeySalt,
+      );
+      await elsewhere.revoke(other.id, 'test');
+    } finally {
+      await database.close();
+    }
+    // SQLite: the next turn of the event loop sees it (data_version, read once per turn).
+    // PostgreSQL: as soon as the NOTIFY arrives on this instance's LISTEN connection (milliseconds).
+    const deadline = Date.now() + (t.ctx.database.driver === 'sqlite' ? 50 : 2000);
+    let status: { key: number; jwt: number };
+    do {
+      status = {
+        key: (await listKeys(bearer(other.apiKey))).statusCode,
+        jwt: (await listKeys(bearer(jwt))).statusCode,
+      };
+      if (status.key === 401 && status.jwt === 401) break;
+      await new Promise((r) => setTimeout(r, 10));
+    } while (Date.now() < deadline);
+    expect(status).toEqual({ key: 401, jwt: 401 });
+    // Refreshing the cached token is refused too.
+    const refreshed = await t.app.inject({
+      method: 'POST',
+      url: url('/auth/token/refresh'),
+      headers: bearer(jwt),
+    });
+    expect(refreshed.statusCode).toBe(401);
+    expect((await listKeys(bearer(t.key))).statusCode).toBe(200);
   });
 
   it('refresh: a JWT gets a new one (same key, subject and level); revoked or missing → 401', async () => {

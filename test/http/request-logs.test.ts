@@ -33,3 +33,43 @@ describe('request logs', () => {
     expect(requestLines(t, '/health').length).toBeGreaterThan(0);
   });
 });
+
+describe('a request line', () => {
+  it('is one info line at the end: method, url, address, status, time, request id; no credentials', async () => {
+    t = await createTestApp();
+    const url = `${t.prefix}/knowledge/commands`;
+    const res = await t.app.inject({
+      method: 'GET',
+      url,
+      headers: { authorization: `Bearer ${t.key}`, 'x-request-id': 'req-line-1' },
+    });
+    expect(res.statusCode).toBe(200);
+    const lines = t.logs.lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.reqId === 'req-line-1');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      level: 30,
+      msg: 'request completed',
+      req: { method: 'GET', url, remoteAddress: '127.0.0.1' },
+      res: { statusCode: 200 },
+    });
+    expect(lines[0]!.responseTime).toEqual(expect.any(Number));
+    expect(t.logs.text).not.toContain(t.key);
+  });
+
+  it('at debug, the incoming line comes first', async () => {
+    t = await createTestApp({ env: { LOG_LEVEL: 'debug' } });
+    await t.app.inject({
+      method: 'GET',
+      url: `${t.prefix}/knowledge/commands`,
+      headers: { authorization: `Bearer ${t.key}`, 'x-request-id': 'req-line-2' },
+    });
+    const messages = t.logs.lines
+      .map((l) => JSON.parse(l) as { reqId?: string; msg: string })
+      .filter((l) => l.reqId === 'req-line-2')
+      .map((l) => l.msg);
+    expect(messages[0]).toBe('incoming request');
+    expect(messages.at(-1)).toBe('request completed');
+  });
+});

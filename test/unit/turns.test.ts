@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fairTurn } from '../../src/turns.js';
+import { fairTurn, mayStartNow } from '../../src/turns.js';
 
 const burn = (ms: number) => {
   const end = performance.now() + ms;
@@ -24,5 +24,28 @@ describe('fairTurn', () => {
     expect(order).toEqual(Array.from({ length: 40 }, (_, i) => i));
     expect(probeAfter).toBeGreaterThanOrEqual(0);
     expect(probeAfter).toBeLessThan(20);
+  });
+});
+
+describe('mayStartNow', () => {
+  const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+  it('lets work start at once until the turn has spent its budget, then again next turn', async () => {
+    await nextTurn();
+    expect(mayStartNow()).toBe(true);
+    burn(2);
+    expect(mayStartNow()).toBe(true);
+    burn(10); // past the turn's budget
+    expect(mayStartNow()).toBe(false);
+    await nextTurn();
+    expect(mayStartNow()).toBe(true);
+  });
+
+  it('never while others wait for a fair turn (arrival order)', async () => {
+    await nextTurn();
+    const waiting = fairTurn();
+    expect(mayStartNow()).toBe(false);
+    await waiting;
+    expect(mayStartNow()).toBe(true);
   });
 });

@@ -9,6 +9,7 @@ import { sliceTurn } from '../../../turns.js';
 import { COLUMN_WEIGHTS } from '../bm25.js';
 import type { NewChunk } from '../chunk-store.js';
 import { tsvectorLiteral } from './encoding.js';
+import { DOUBLED_WEIGHTS } from './postings.js';
 import { fitsTsvector, indexWords, type Stemmer } from './words.js';
 
 /** FTS5 and tsvector both stop counting positions at some point; tsvector at 16383. */
@@ -33,10 +34,14 @@ export const RANK_WEIGHTS = `{${[
   .map((w) => w / RANK_SCALE)
   .join(',')}}`;
 
-/** The keyword rows of a commit's chunks: tsvector literals and word counts (BM25's D). */
-interface KeywordRows {
+/**
+ * The keyword rows of a commit's chunks: tsvector literals, word counts (BM25's D) and each
+ * chunk's doubled weighted count per lexeme (for the postings, postings.ts).
+ */
+export interface KeywordRows {
   terms: string[];
   tokenCounts: number[];
+  counts: Map<string, number>[];
 }
 
 /** Old lexeme counts of a document's keyword rows, returned by `deleteKeywordRows`. */
@@ -61,7 +66,7 @@ export async function keywordRows(
   chunks: readonly Pick<NewChunk, 'sectionPath' | 'content'>[],
 ): Promise<KeywordRows> {
   const nameWords = indexWords(name);
-  const rows: KeywordRows = { terms: [], tokenCounts: [] };
+  const rows: KeywordRows = { terms: [], tokenCounts: [], counts: [] };
   for (let from = 0; from < chunks.length; from += KEYWORD_SLICE) {
     if (from > 0) await sliceTurn(); // requests waiting for a turn go first (turns.ts)
     const slice = chunks.slice(from, from + KEYWORD_SLICE);
@@ -70,22 +75,25 @@ export async function keywordRows(
     const stem = await stemmer.lexemes(client, [nameWords, ...sectionWords, ...contentWords]);
     for (let i = 0; i < slice.length; i++) {
       const positions = new Map<string, string[]>();
+      const counts = new Map<string, number>();
       let at = 0;
-      const add = (words: readonly string[], label: string) => {
+      const add = (words: readonly string[], label: string, weight: number) => {
         for (const word of words) {
           at = Math.min(at + 1, MAX_POSITION);
           const lexeme = stem(word);
           // Counted in the length, but not indexed: no query can name it.
           if (!fitsTsvector(lexeme)) continue;
+          counts.set(lexeme, (counts.get(lexeme) ?? 0) + weight);
           const list = positions.get(lexeme);
           if (list === undefined) positions.set(lexeme, [`${at}${label}`]);
           else list.push(`${at}${label}`);
         }
       };
-      add(nameWords, LABEL.name);
-      add(sectionWords[i] ?? [], LABEL.section);
-      add(contentWords[i] ?? [], LABEL.content);
+      add(nameWords, LABEL.name, DOUBLED_WEIGHTS.name);
+      add(sectionWords[i] ?? [], LABEL.section, DOUBLED_WEIGHTS.section);
+      add(contentWords[i] ?? [], LABEL.content, DOUBLED_WEIGHTS.content);
       rows.terms.push(tsvectorLiteral(positions));
+      rows.counts.push(counts);
       rows.tokenCounts.push(
         nameWords.length + (sectionWords[i]?.length ?? 0) + (contentWords[i]?.length ?? 0),
       );

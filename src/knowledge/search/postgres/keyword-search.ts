@@ -1,71 +1,65 @@
 /**
- * Keyword search on PostgreSQL: BM25 exactly as FTS5's bm25() scores it (../bm25.ts), from the
- * statistics tables kept by keyword-rows.ts, ranked by MaxScore rounds in SQL.
+ * Keyword search on PostgreSQL: BM25 exactly as FTS5's bm25() scores it (../bm25.ts), with N, n
+ * and the average length from the statistics tables kept by keyword-rows.ts, over the packed
+ * postings of the query's lexemes (postings.ts) read in one statement and scored here, the same
+ * arithmetic in the same order as SQLite's in-process index (sqlite/keyword-index.ts), so both
+ * engines give the same scores to the bit and the same ranking (ties in index order).
+ *
+ * Why not in SQL: scoring in SQL read every matching chunk's tsvector and ran ts_rank_cd on it
+ * (68 ms p50 at 100k chunks); the postings of a lexeme are a few packed rows per document, so a
+ * search reads ~10 bytes per matching chunk and scores them in a typed array.
  */
 import type { PoolClient } from 'pg';
 import { B, idf, K1, maxBm25 } from '../bm25.js';
 import { SEARCHABLE, type Candidate, type SearchFilter } from '../chunk-store.js';
-import { RANK_SCALE, RANK_WEIGHTS } from './keyword-rows.js';
+import { PackedPostings } from './postings.js';
 import { stemSql } from './words.js';
 
-/** A MaxScore round takes words while they match at most this many chunks together. */
-const ROUND_POSTINGS = 5000;
-
-/** A lexeme of a query group: `weight` = its idf times the number of identical groups. */
-interface Bm25Part {
-  lexeme: string;
+/** The postings rows of one lexeme in the scope: per document, its slot and its postings. */
+interface LexemeRows {
   df: number;
-  weight: number;
+  rows: { start: number; postings: PackedPostings }[];
+}
+
+/** A document's slots in the score arrays: its chunks' seqs from `base`, `size` of them. */
+interface DocumentSlots {
+  base: number;
+  start: number;
+  size: number;
 }
 
 /**
- * A query group for BM25: one lexeme (a word), or several that must all occur (a segmented CJK
- * or Thai word; FTS5's `("a" AND "b")`).
+ * The `limit` best (score, slot) pairs, best first, ties by seq (index order, as SQLite's rowid).
+ * The limit-th best score is found on a typed copy of the scores first, so that only the slots
+ * reaching it are turned into objects and sorted.
  */
-interface Bm25Term {
-  parts: Bm25Part[];
-  /** The group's weight: the sum of its parts'. */
-  weight: number;
-  /** Chunks that can match it at most: its rarest part's. */
-  df: number;
-}
-
-interface ScoredChunk {
-  chunkId: string;
-  seq: number;
-  score: number;
-}
-
-/** A lexeme quoted for a tsquery (never read as tsquery syntax). */
-const quoted = (lexeme: string) => `'${lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
-
-/** A tsquery matching any of the groups (a group: all of its lexemes). */
-function tsqueryOr(terms: readonly Bm25Term[]): string {
-  return terms
-    .map((t) =>
-      t.parts.length === 1
-        ? quoted(t.parts[0]?.lexeme ?? '')
-        : `(${t.parts.map((p) => quoted(p.lexeme)).join(' & ')})`,
-    )
-    .join(' | ');
+function topK(
+  scores: Float64Array,
+  touched: readonly number[],
+  seqOf: (slot: number) => number,
+  limit: number,
+): { slot: number; seq: number; score: number }[] {
+  let floor = Number.NEGATIVE_INFINITY;
+  if (touched.length > limit) {
+    const values = new Float64Array(touched.length);
+    for (let i = 0; i < touched.length; i++) values[i] = scores[touched[i] as number] as number;
+    values.sort();
+    floor = values[values.length - limit] as number;
+  }
+  const kept: { slot: number; seq: number; score: number }[] = [];
+  for (const slot of touched) {
+    const score = scores[slot] as number;
+    if (score >= floor) kept.push({ slot, seq: seqOf(slot), score });
+  }
+  return kept.sort((a, b) => b.score - a.score || a.seq - b.seq).slice(0, limit);
 }
 
 export class KeywordSearch {
-  /**
-   * @param roundPostings Postings a MaxScore round takes at most (default 5,000); tests force
-   *   rounds with 1.
-   */
-  constructor(private readonly roundPostings = ROUND_POSTINGS) {}
-
   /**
    * Keyword candidates of the query word groups (keywordQueryWords) ranked by BM25, with N, n and
    * the average length over every chunk in the index (the statistics tables); and `max`, the
    * largest BM25 a chunk could score for these words (bm25.ts maxBm25: every word, also one in no
    * chunk, with its idf), as the SQLite store computes it.
-   *
-   * Every chunk matching a word must be scored, but not those that cannot reach the top (MaxScore):
-   * the rarest words first, then the commoner ones only while a chunk holding nothing else could
-   * still beat the current `limit`-th score (a word adds less than idf · (k1 + 1)).
    */
   async search(
     client: PoolClient,
@@ -88,192 +82,157 @@ export class KeywordSearch {
     if (stats === undefined || stats.n === 0) return { candidates: [], max: 0 };
     const max = maxBm25(rows.map((r) => idf(stats.n, r.df)));
     // As on SQLite, where the project filter compares the documents' project_id.
-    if (filter.projectId === '') return { candidates: [], max };
-    // One term per distinct group; a group of several words counts once per word, as FTS5
-    // phrases do (`run running` counts the lexeme `run` twice).
-    const byKey = new Map<string, Bm25Term>();
+    if (filter.projectId === '' || limit <= 0) return { candidates: [], max };
+    // The groups as lexemes (a lexeme in no chunk: its group matches and scores nothing).
     let at = 0;
+    const lexemeGroups: { lexeme: string; df: number }[][] = [];
     for (const group of groups) {
       const lexemes = group.map(() => rows[at++] ?? { lexeme: '', df: 0 });
-      // A lexeme in no chunk: the group matches and scores nothing.
-      if (lexemes.some((r) => r.df === 0)) continue;
-      const single = lexemes.length === 1;
-      const key = single
-        ? (lexemes[0]?.lexeme ?? '')
-        : JSON.stringify(lexemes.map((r) => r.lexeme));
-      const term = byKey.get(key);
-      if (term !== undefined) {
-        for (const p of term.parts) p.weight += idf(stats.n, p.df);
-        term.weight = term.parts.reduce((sum, p) => sum + p.weight, 0);
+      if (lexemes.every((r) => r.df > 0)) lexemeGroups.push(lexemes);
+    }
+    if (lexemeGroups.length === 0) return { candidates: [], max };
+    const postings = await this.postings(client, lexemeGroups.flat(), filter);
+    if (postings === null) return { candidates: [], max };
+    const { byLexeme, documents, slots } = postings;
+    const avgdl = stats.tokens / stats.n;
+    const scores = new Float64Array(slots);
+    const touched: number[] = [];
+    // The scores of one lexeme added to `target` (FTS5's formula, as keyword-index.ts writes it).
+    const addLexeme = (
+      lexeme: string,
+      target: Float64Array,
+      hit: number[],
+      seen: Uint16Array | null,
+    ): void => {
+      const entry = byLexeme.get(lexeme);
+      if (entry === undefined) return;
+      const w = idf(stats.n, entry.df);
+      for (const { start, postings: p } of entry.rows) {
+        const { offsets, lengths, counts } = p;
+        for (let i = 0; i < p.size; i++) {
+          const r = start + (offsets[i] as number);
+          const f = (counts[i] as number) / 2;
+          const d = lengths[i] as number;
+          const s = w * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
+          if (target[r] === 0) hit.push(r);
+          target[r] = (target[r] as number) + s;
+          if (seen !== null) seen[r] = (seen[r] as number) + 1;
+        }
+      }
+    };
+    let partial: Float64Array | null = null;
+    let seen: Uint16Array | null = null;
+    for (const group of lexemeGroups) {
+      if (group.length === 1) {
+        addLexeme(group[0]?.lexeme ?? '', scores, touched, null);
         continue;
       }
-      const parts = lexemes.map((r) => ({
-        lexeme: r.lexeme,
-        df: r.df,
-        weight: idf(stats.n, r.df),
-      }));
-      byKey.set(key, {
-        parts,
-        weight: parts.reduce((sum, p) => sum + p.weight, 0),
-        df: Math.min(...parts.map((p) => p.df)),
-      });
-    }
-    const terms = [...byKey.values()];
-    if (terms.length === 0) return { candidates: [], max };
-    const avgdl = stats.tokens / stats.n;
-    const fast = await this.bm25TopK(client, terms, avgdl, filter, limit + 32, false);
-    // The status of the documents is checked on the ranked rows: unsearchable chunks (of failed
-    // re-indexes) are rare. Too many of them to be sure of the top `limit`: rank again, joined.
-    const searchable = await this.searchableChunks(
-      client,
-      fast.map((c) => c.chunkId),
-    );
-    const kept = fast.filter((c) => searchable.has(c.chunkId));
-    if (kept.length >= limit || fast.length < limit + 32) {
-      return { candidates: kept.slice(0, limit), max };
-    }
-    return { candidates: await this.bm25TopK(client, terms, avgdl, filter, limit, true), max };
-  }
-
-  /** The `fetch` best-scoring chunks (ties in index order), by MaxScore rounds. */
-  private async bm25TopK(
-    client: PoolClient,
-    terms: Bm25Term[],
-    avgdl: number,
-    filter: SearchFilter,
-    fetch: number,
-    joined: boolean,
-  ): Promise<Candidate[]> {
-    // Rarest first: they bound the score of a chunk most, and match the fewest chunks.
-    const order = [...terms].sort((a, b) => b.weight - a.weight);
-    const bound = (from: number) =>
-      order.slice(from).reduce((sum, t) => sum + t.weight * (K1 + 1), 0);
-    let best: ScoredChunk[] = [];
-    let done = 0;
-    while (done < order.length) {
-      // This round's words: the next one, and more while they match few chunks together.
-      let end = done + 1;
-      let postings = order[done]?.df ?? 0;
-      while (end < order.length && postings + (order[end]?.df ?? 0) <= this.roundPostings) {
-        postings += order[end]?.df ?? 0;
-        end++;
+      // An all-of group (a segmented word): its terms count only where every lexeme occurs.
+      partial ??= new Float64Array(slots);
+      seen ??= new Uint16Array(slots);
+      const hit: number[] = [];
+      for (const { lexeme } of group) addLexeme(lexeme, partial, hit, seen);
+      for (const r of hit) {
+        if (seen[r] === group.length) {
+          if (scores[r] === 0) touched.push(r);
+          scores[r] = (scores[r] as number) + (partial[r] as number);
+        }
+        partial[r] = 0;
+        seen[r] = 0;
       }
-      const threshold = best.length < fetch ? null : (best[fetch - 1]?.score ?? null);
-      const round = await this.bm25Round(client, {
-        terms,
-        avgdl,
-        round: order.slice(done, end),
-        before: order.slice(0, done),
-        prune: threshold === null ? null : { threshold, rest: bound(end) },
-        filter,
-        fetch,
-        joined,
-      });
-      best = [...best, ...round].sort((a, b) => b.score - a.score || a.seq - b.seq).slice(0, fetch);
-      done = end;
-      // A chunk with none of the words scored so far scores less than the rest's bounds together.
-      if (best.length === fetch && bound(done) <= (best[fetch - 1]?.score ?? 0)) break;
     }
-    return best.map((c) => ({ chunkId: c.chunkId, score: c.score }));
+    const seqOf = (slot: number): number => {
+      // The document whose slots hold `slot` (documents in slot order).
+      let lo = 0;
+      let hi = documents.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if ((documents[mid]?.start ?? 0) <= slot) lo = mid;
+        else hi = mid - 1;
+      }
+      const doc = documents[lo];
+      return doc === undefined ? 0 : doc.base + (slot - doc.start);
+    };
+    const top = topK(scores, touched, seqOf, limit);
+    if (top.length === 0) return { candidates: [], max };
+    const ids = await client.query<{ seq: number; chunk_id: string }>(
+      'select seq::float8 as seq, chunk_id from knowledge_chunks_fts where seq = any($1::bigint[])',
+      [top.map((t) => t.seq)],
+    );
+    const idOf = new Map(ids.rows.map((r) => [r.seq, r.chunk_id]));
+    const candidates: Candidate[] = [];
+    for (const t of top) {
+      const chunkId = idOf.get(t.seq);
+      if (chunkId !== undefined) candidates.push({ chunkId, score: t.score });
+    }
+    return { candidates, max };
   }
 
   /**
-   * One MaxScore round: the chunks matching one of `round`'s words and none of `before`'s, best
-   * `fetch` first. With `prune`, a chunk is scored in full only if its score on the round's words
-   * plus the bounds of the words after them (`rest`) can reach `threshold`. Scope filters apply
-   * on the keyword rows themselves; `joined` checks the documents' status inside.
+   * The postings rows of the lexemes within the scope (searchable documents only), with each
+   * document's slots in the score arrays; null when none.
    */
-  private async bm25Round(
+  private async postings(
     client: PoolClient,
-    round: {
-      terms: Bm25Term[];
-      avgdl: number;
-      round: Bm25Term[];
-      before: Bm25Term[];
-      prune: { threshold: number; rest: number } | null;
-      filter: SearchFilter;
-      fetch: number;
-      joined: boolean;
-    },
-  ): Promise<ScoredChunk[]> {
-    const { terms, filter } = round;
-    const params: unknown[] = [round.avgdl, round.fetch, tsqueryOr(round.round)];
+    lexemes: readonly { lexeme: string; df: number }[],
+    filter: SearchFilter,
+  ): Promise<{
+    byLexeme: Map<string, LexemeRows>;
+    documents: DocumentSlots[];
+    slots: number;
+  } | null> {
+    const distinct = [...new Set(lexemes.map((l) => l.lexeme))];
+    const params: unknown[] = [distinct];
     const param = (value: unknown) => {
       params.push(value);
       return `$${params.length}`;
     };
-    // Weighted occurrences of a lexeme: ts_rank_cd of a one-lexeme query sums the weights of its
-    // positions (RANK_WEIGHTS).
-    const frequency = (p: Bm25Part) =>
-      `${RANK_SCALE} * ts_rank_cd('${RANK_WEIGHTS}', f.terms, ${param(quoted(p.lexeme))}::tsquery)::float8`;
-    const k = `${K1}::float8 * (${1 - B}::float8 + ${B}::float8 * f.token_count / $1::float8)`;
-    let where = 'f.terms @@ $3::tsquery';
-    if (round.before.length > 0) {
-      where += ` and not f.terms @@ ${param(tsqueryOr(round.before))}::tsquery`;
-    }
-    if (filter.projectId !== undefined) where += ` and f.project_key = ${param(filter.projectId)}`;
+    let where = `p.lexeme = any($1::text[]) and ${SEARCHABLE}`;
+    if (filter.projectId !== undefined) where += ` and p.project_key = ${param(filter.projectId)}`;
     if (filter.documentId !== undefined) {
-      where += ` and f.document_id = ${param(filter.documentId)}`;
+      where += ` and p.document_id = ${param(filter.documentId)}`;
     }
     if (filter.documentIds !== undefined) {
-      where += ` and f.document_id = any(${param(filter.documentIds)}::text[])`;
+      where += ` and p.document_id = any(${param(filter.documentIds)}::text[])`;
     }
-    if (round.prune !== null) {
-      // w·f·(k1+1)/(f+K) written as w·(k1+1)·(1 − K/(f+K)): f computed once. A bound only (the
-      // score below is FTS5's formula; a group's parts counted even where it does not match),
-      // hence the margin.
-      const partial = round.round
-        .flatMap((t) => t.parts)
-        .map(
-          (p) => `${param(p.weight * (K1 + 1))}::float8 * (1 - (${k}) / (${frequency(p)} + ${k}))`,
-        )
-        .join(' + ');
-      where += ` and ${partial} >= ${param(round.prune.threshold - round.prune.rest - 1e-9)}::float8`;
-    }
-    // The chunks hold none of the earlier groups: those score 0 and are left out of the sum.
-    const scored = terms.filter((t) => !round.before.includes(t));
-    const columns: string[] = [];
-    const score = scored
-      .map((t) => {
-        const parts = t.parts.map((p) => {
-          const f = `x.f${columns.length}`;
-          columns.push(`${frequency(p)} as f${columns.length}`);
-          return {
-            f,
-            sum: `${param(p.weight)}::float8 * (${f} * ${K1 + 1}::float8) / (${f} + x.k)`,
-          };
-        });
-        const sum = parts.map((p) => p.sum).join(' + ');
-        // A group scores only where all its lexemes occur, as FTS5's AND.
-        return parts.length === 1
-          ? sum
-          : `(case when ${parts.map((p) => `${p.f} > 0`).join(' and ')} then ${sum} else 0 end)`;
-      })
-      .join(' + ');
-    const frequencies = columns.join(', ');
-    const { rows } = await client.query<ScoredChunk>(
-      `select f.chunk_id as "chunkId", f.seq::float8 as seq, ${score} as score
-       from knowledge_chunks_fts f
-         ${round.joined ? 'join knowledge_documents d on d.id = f.document_id' : ''}
-         -- offset 0: each frequency computed once per chunk, not once per use
-         cross join lateral (select ${frequencies}, ${k} as k offset 0) as x
-       where ${where}${round.joined ? ` and ${SEARCHABLE}` : ''}
-       order by score desc, f.seq
-       limit $2`,
+    const { rows } = await client.query<{
+      lexeme: string;
+      document_id: string;
+      base: number;
+      postings: Buffer;
+    }>(
+      `select p.lexeme, p.document_id, p.seq_base::float8 as base, p.postings
+       from knowledge_fts_postings p join knowledge_documents d on d.id = p.document_id
+       where ${where}`,
       params,
     );
-    return rows;
-  }
-
-  /** Which of the chunks belong to searchable documents. */
-  private async searchableChunks(client: PoolClient, chunkIds: string[]): Promise<Set<string>> {
-    if (chunkIds.length === 0) return new Set();
-    const { rows } = await client.query<{ id: string }>(
-      `select f.chunk_id as id from knowledge_chunks_fts f
-       join knowledge_documents d on d.id = f.document_id
-       where f.chunk_id = any($1::text[]) and ${SEARCHABLE}`,
-      [chunkIds],
-    );
-    return new Set(rows.map((r) => r.id));
+    if (rows.length === 0) return null;
+    const dfOf = new Map(lexemes.map((l) => [l.lexeme, l.df]));
+    // Each document's slots: from its first chunk's seq to the last one any lexeme holds.
+    const byDocument = new Map<string, DocumentSlots>();
+    const packed = rows.map((row) => {
+      const postings = new PackedPostings(row.postings);
+      const last = postings.size === 0 ? 0 : (postings.offsets[postings.size - 1] ?? 0);
+      const doc = byDocument.get(row.document_id);
+      if (doc === undefined) {
+        byDocument.set(row.document_id, { base: row.base, start: 0, size: last + 1 });
+      } else doc.size = Math.max(doc.size, last + 1);
+      return { row, postings };
+    });
+    const documents = [...byDocument.values()];
+    let slots = 0;
+    for (const doc of documents) {
+      doc.start = slots;
+      slots += doc.size;
+    }
+    const byLexeme = new Map<string, LexemeRows>();
+    for (const { row, postings } of packed) {
+      const start = byDocument.get(row.document_id)?.start ?? 0;
+      const entry = byLexeme.get(row.lexeme);
+      if (entry === undefined) {
+        byLexeme.set(row.lexeme, { df: dfOf.get(row.lexeme) ?? 0, rows: [{ start, postings }] });
+      } else entry.rows.push({ start, postings });
+    }
+    return { byLexeme, documents, slots };
   }
 }

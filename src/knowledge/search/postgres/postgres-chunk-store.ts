@@ -28,6 +28,7 @@ import {
   type Removed,
 } from './keyword-rows.js';
 import { KeywordSearch } from './keyword-search.js';
+import { deletePostings, insertPostings, type ChunkPostings } from './postings.js';
 import { VectorTables } from './vector-tables.js';
 import { keywordQueryWords, Stemmer } from './words.js';
 
@@ -46,12 +47,10 @@ export class PostgresChunkStore implements ChunkStore {
     options: {
       /** Scopes of up to this many chunks are searched exactly (default 10,000). */
       exactSearchMax?: number;
-      /** Postings a MaxScore round takes at most (default 5,000); tests force rounds with 1. */
-      roundPostings?: number;
     } = {},
   ) {
     this.vectors = new VectorTables(pool, options.exactSearchMax);
-    this.keyword = new KeywordSearch(options.roundPostings);
+    this.keyword = new KeywordSearch();
   }
 
   private transaction<T>(begin: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
@@ -63,6 +62,7 @@ export class PostgresChunkStore implements ChunkStore {
   /** Deletes the document's chunks and their index rows (vectors of every model). */
   private async deleteChunks(client: PoolClient, documentId: string): Promise<Removed> {
     const removed = await deleteKeywordRows(client, documentId);
+    await deletePostings(client, documentId);
     for (const table of await this.vectors.all(client)) {
       await client.query(`delete from ${table} where document_id = $1`, [documentId]);
     }
@@ -107,7 +107,8 @@ export class PostgresChunkStore implements ChunkStore {
         const removed = await this.deleteChunks(client, commit.documentId);
         const now = new Date().toISOString();
         const chunks = commit.chunks;
-        const { terms, tokenCounts } = keyword;
+        const { terms, tokenCounts, counts } = keyword;
+        const postings: ChunkPostings[] = [];
         // In batches: every statement stays well inside the statement timeout (inserting into the
         // HNSW index takes a few milliseconds per vector).
         for (let from = 0; from < chunks.length; from += INSERT_BATCH) {
@@ -139,10 +140,11 @@ export class PostgresChunkStore implements ChunkStore {
               batch.map((c) => c.pageEnd ?? c.page),
             ],
           );
-          await client.query(
+          const inserted = await client.query<{ id: string; seq: number }>(
             `insert into knowledge_chunks_fts (chunk_id, document_id, project_key, token_count, terms)
              select t.id, $2, $3, t.token_count, t.terms
-             from unnest($1::text[], $4::int[], $5::tsvector[]) as t(id, token_count, terms)`,
+             from unnest($1::text[], $4::int[], $5::tsvector[]) as t(id, token_count, terms)
+             returning chunk_id as id, seq::float8 as seq`,
             [
               ids,
               commit.documentId,
@@ -151,6 +153,15 @@ export class PostgresChunkStore implements ChunkStore {
               terms.slice(from, from + INSERT_BATCH),
             ],
           );
+          const at = new Map(ids.map((id, i) => [id, from + i]));
+          for (const { id, seq } of inserted.rows) {
+            const i = at.get(id) ?? 0;
+            postings.push({
+              seq,
+              length: tokenCounts[i] ?? 0,
+              counts: counts[i] ?? new Map<string, number>(),
+            });
+          }
           await this.vectors.insert(client, features, table, {
             ids,
             documentId: commit.documentId,
@@ -158,6 +169,7 @@ export class PostgresChunkStore implements ChunkStore {
             vectors: batch.map((c) => c.vector),
           });
         }
+        await insertPostings(client, commit.documentId, doc.project_key, postings);
         const update = markIndexedSql(commit, now, (n) => `$${n}`);
         await client.query(update.sql, update.params);
         await updateStatistics(client, commit.documentId, removed, {
@@ -200,6 +212,8 @@ export class PostgresChunkStore implements ChunkStore {
         const ids = rows.map((r) => r.id);
         if (ids.length === 0) return 0;
         await purgeKeywordRows(client, ids);
+        // Postings rows are per document (it is hidden: no search reads them).
+        await deletePostings(client, documentId);
         for (const table of await this.vectors.all(client)) {
           await client.query(`delete from ${table} where chunk_id = any($1::text[])`, [ids]);
         }
