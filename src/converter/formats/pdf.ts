@@ -12,7 +12,6 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import type { PDFDocumentProxy, PDFPageProxy, TextItem } from 'pdfjs-dist/types/src/display/api.js';
 import { EXIT_CODES } from '../contract.js';
 import type { BinaryConverter, ConvertLimits } from './binary-types.js';
@@ -30,6 +29,7 @@ import { withPageMarkers } from './paragraphs.js';
 import { layoutPages, type PageContent } from './pdf/layout.js';
 import { hasUsableText, toLines, type Line, type TextRun } from './pdf/lines.js';
 import { entriesByPage, type OutlineEntry } from './pdf/outline.js';
+import { getDocument, withSyncInflate } from './pdfjs.js';
 
 // pdf.js loads its data files (standard fonts, CMaps, wasm decoders) from paths; in Node a plain
 // directory path with a trailing slash.
@@ -178,7 +178,10 @@ function pageList(pages: number[]): string {
 }
 
 /** PDF → markdown with a page marker before every page; the binary converter for `pdf`. */
-export const convertPdf: BinaryConverter = async (path, { command, lang, limits, onProgress }) => {
+export const convertPdf: BinaryConverter = (path, options) =>
+  withSyncInflate(() => convertDocument(path, options));
+
+const convertDocument: BinaryConverter = async (path, { command, lang, limits, onProgress }) => {
   const timings: Record<string, number> = {};
   const started = performance.now();
   const doc = await openPdf(new Uint8Array(await readFile(path)), limits);
