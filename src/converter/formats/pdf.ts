@@ -18,7 +18,8 @@ import type { BinaryConverter, ConvertLimits } from './binary-types.js';
 import { ConvertError } from './convert-error.js';
 import {
   addTime,
-  grayFromContext,
+  grayImage,
+  grayRows,
   isBlank,
   OCR_MAX_PIXELS,
   OcrSession,
@@ -67,6 +68,12 @@ async function openPdf(data: Uint8Array, limits: ConvertLimits): Promise<PDFDocu
   }
 }
 
+/**
+ * Rows of a page rendered at once: a band of ~8 MB RGBA, so the page's full RGBA canvas (35 MB for
+ * A4 at 300 dpi, 4× its grey image) never exists; the bands are written into the grey image.
+ */
+const BAND_BYTES = 8_000_000;
+
 /** Renders a page for OCR at OCR_DPI, lower if that would exceed the pixel limits. */
 async function renderPage(
   doc: PDFDocumentProxy,
@@ -79,12 +86,19 @@ async function renderPage(
   const viewport = page.getViewport({ scale });
   const width = Math.max(1, Math.floor(viewport.width));
   const height = Math.max(1, Math.floor(viewport.height));
+  const image = grayImage(width, height);
+  const band = Math.max(1, Math.min(height, Math.floor(BAND_BYTES / (width * 4))));
   const factory = doc.canvasFactory as CanvasFactory;
-  const pair = factory.create(width, height);
+  const pair = factory.create(width, band);
   try {
-    // pdf.js types `canvas` as a DOM canvas; in Node it is its own @napi-rs/canvas one.
-    await page.render({ canvas: pair.canvas as never, viewport }).promise;
-    return { image: grayFromContext(pair.context, width, height), dpi: Math.round(scale * 72) };
+    for (let top = 0; top < height; top += band) {
+      // The same page, shifted up by `top` device pixels: this band of it lands on the canvas.
+      // pdf.js types `canvas` as a DOM canvas; in Node it is its own @napi-rs/canvas one.
+      const transform = [1, 0, 0, 1, 0, -top];
+      await page.render({ canvas: pair.canvas as never, viewport, transform }).promise;
+      grayRows(pair.context, width, Math.min(band, height - top), image.pixels, top * width);
+    }
+    return { image, dpi: Math.round(scale * 72) };
   } finally {
     factory.destroy(pair);
   }
