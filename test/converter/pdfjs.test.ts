@@ -15,23 +15,8 @@ const { getDocument, withSyncInflate } = await import('../../src/converter/forma
 const { convertPdf } = await import('../../src/converter/formats/pdf.js');
 const { DEFAULT_LIMITS } = await import('../../src/converter/formats/binary-types.js');
 
-/** A one-page PDF whose content stream is Flate-compressed (what real PDFs do). */
-function flatePdf(text: string): Buffer {
-  const content = deflateSync(Buffer.from(`BT /F1 12 Tf 72 700 Td (${text}) Tj ET`, 'latin1'));
-  const objects = [
-    Buffer.from('<< /Type /Catalog /Pages 2 0 R >>'),
-    Buffer.from('<< /Type /Pages /Kids [3 0 R] /Count 1 >>'),
-    Buffer.from(
-      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R' +
-        ' /Resources << /Font << /F1 5 0 R >> >> >>',
-    ),
-    Buffer.concat([
-      Buffer.from(`<< /Length ${content.length} /Filter /FlateDecode >>\nstream\n`),
-      content,
-      Buffer.from('\nendstream'),
-    ]),
-    Buffer.from('<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>'),
-  ];
+/** A PDF of these objects (object 1 is the catalog), with its cross-reference table. */
+function pdfOf(objects: Buffer[]): Buffer {
   const chunks = [Buffer.from('%PDF-1.4\n')];
   const offsets: number[] = [];
   let length = chunks[0]!.length;
@@ -53,6 +38,75 @@ function flatePdf(text: string): Buffer {
   ];
   chunks.push(Buffer.from(`${xref.join('\n')}\n`));
   return Buffer.concat(chunks);
+}
+
+function stream(data: Buffer, filter = ''): Buffer {
+  return Buffer.concat([
+    Buffer.from(`<< /Length ${data.length}${filter} >>\nstream\n`),
+    data,
+    Buffer.from('\nendstream'),
+  ]);
+}
+
+const FONT = Buffer.from('<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>');
+
+/** A one-page PDF whose content stream is Flate-compressed (what real PDFs do). */
+function flatePdf(text: string): Buffer {
+  const content = deflateSync(Buffer.from(`BT /F1 12 Tf 72 700 Td (${text}) Tj ET`, 'latin1'));
+  return pdfOf([
+    Buffer.from('<< /Type /Catalog /Pages 2 0 R >>'),
+    Buffer.from('<< /Type /Pages /Kids [3 0 R] /Count 1 >>'),
+    Buffer.from(
+      '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R' +
+        ' /Resources << /Font << /F1 5 0 R >> >> >>',
+    ),
+    stream(content, ' /Filter /FlateDecode'),
+    FONT,
+  ]);
+}
+
+/**
+ * Two pages, the second listing `titles` as lines, and an outline of one entry per title, each
+ * pointing at page 2 through a named destination (`/Dests`); `missing` names one that is absent.
+ */
+function outlinePdf(titles: string[], missing: string): Buffer {
+  const page = (contents: number) =>
+    Buffer.from(
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contents} 0 R` +
+        ' /Resources << /Font << /F1 3 0 R >> >> >>',
+    );
+  const lines = titles.map(
+    (t, i) =>
+      `BT /F1 11 Tf 72 ${750 - i * 34} Td (${t}) Tj ET\n` +
+      `BT /F1 11 Tf 72 ${736 - i * 34} Td (Body text of this part, long enough to be prose.) Tj ET`,
+  );
+  // Objects: 1 catalog, 2 pages, 3 font, 4-5 pages, 6 page 2's text, 7 /Dests, 8 outline root,
+  // 9… its items, then page 1's text.
+  const first = 9; // the first outline item's object number
+  const items = titles.map((t, i) => {
+    const links = [
+      i > 0 ? ` /Prev ${first + i - 1} 0 R` : '',
+      i < titles.length - 1 ? ` /Next ${first + i + 1} 0 R` : '',
+    ].join('');
+    const name = t === missing ? 'nowhere' : `d${i}`;
+    return Buffer.from(`<< /Title (${t}) /Parent 8 0 R /Dest /${name}${links} >>`);
+  });
+  const dests = titles.map((_, i) => `/d${i} [5 0 R /XYZ 0 792 0]`).join(' ');
+  return pdfOf([
+    Buffer.from('<< /Type /Catalog /Pages 2 0 R /Outlines 8 0 R /Dests 7 0 R >>'),
+    Buffer.from('<< /Type /Pages /Kids [4 0 R 5 0 R] /Count 2 >>'),
+    FONT,
+    page(first + titles.length),
+    page(6),
+    stream(Buffer.from(lines.join('\n'), 'latin1')),
+    Buffer.from(`<< ${dests} >>`),
+    Buffer.from(
+      `<< /Type /Outlines /First ${first} 0 R /Last ${first + titles.length - 1} 0 R` +
+        ` /Count ${titles.length} >>`,
+    ),
+    ...items,
+    stream(Buffer.from('BT /F1 11 Tf 72 740 Td (A first page of body text.) Tj ET')),
+  ]);
 }
 
 /** Counts the DecompressionStreams constructed while `fn` runs. */
@@ -136,5 +190,21 @@ describe('pdf.js in the converter', () => {
       'broken page',
     );
     expect(globalThis.DecompressionStream).toBe(original);
+  });
+
+  it('reads an outline of many named destinations at once, a missing one costing its entry only', async () => {
+    const titles = Array.from({ length: 20 }, (_, i) => `Chapter ${i + 1} Title`);
+    const file = join(dir, 'outline.pdf');
+    writeFileSync(file, outlinePdf(titles, 'Chapter 7 Title'));
+    const { markdown } = await convertPdf(file, {
+      command: 'text',
+      lang: 'eng',
+      limits: DEFAULT_LIMITS,
+    });
+    // Chapter 7's destination is missing; the others still come from the outline. (Chapter 20,
+    // the page's last line, is left out: whether it becomes a heading is the layout's decision.)
+    for (const title of titles.slice(0, 19).filter((t) => t !== 'Chapter 7 Title')) {
+      expect(markdown).toMatch(new RegExp(`^# ${title}$`, 'm'));
+    }
   });
 });
