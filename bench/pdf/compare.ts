@@ -68,6 +68,20 @@ function runOurs(
   return { ...result, markdown: readFileSync(out, 'utf8') };
 }
 
+/** All `files` converted in one process, one after another (a pool worker's life). */
+function runWorker(root: string, files: string[]): { ms: number; pages: number } {
+  const child = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'bench/pdf/run-many.ts', root, 'text', ...files],
+    { encoding: 'utf8' },
+  );
+  const last = child.stdout.trim().split('\n').at(-1) ?? '';
+  if (child.status !== 0 || !last.startsWith('{')) {
+    throw new Error(`converting ${files.join(', ')} failed: ${child.stderr.slice(-500)}`);
+  }
+  return JSON.parse(last) as { ms: number; pages: number };
+}
+
 function pdftotext(file: string, layout: boolean): { text: string; ms: number } {
   const started = performance.now();
   const text = execFileSync('pdftotext', [...(layout ? ['-layout'] : []), file, '-'], {
@@ -290,6 +304,21 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
       1,
       Object.fromEntries(Object.entries(time).map(([t, ms]) => [t, (pages * 1000) / ms])),
     );
+    // As the converter pool runs: one long-lived worker converts file after file (start-up
+    // included); pdftotext, one process per file, is its peer.
+    const worker: Record<string, Cell> = {};
+    for (const [tool, root] of Object.entries(roots)) {
+      const run = runWorker(
+        root,
+        corpus.manuals.map((m) => m.file),
+      );
+      worker[tool] = (run.pages * 1000) / run.ms;
+    }
+    for (const tool of ['pdftotext', 'pdftotext -layout']) {
+      const ms = time[tool];
+      if (ms !== undefined) worker[tool] = (pages * 1000) / ms;
+    }
+    add(`manuals: pages/s, one worker (all files in one process)`, 'high', 1, worker);
   }
 
   // Scans: the prose PDF OCR'd page by page (ours) and its 300-dpi renders (tesseract CLI).

@@ -34,6 +34,21 @@ export interface GrayImage {
   width: number;
   height: number;
   pixels: Uint8Array;
+  /** The whole PGM file when `pixels` is its tail (grayImage): tesseract gets it without a copy. */
+  pgm?: Uint8Array;
+}
+
+function pgmHeader(width: number, height: number): string {
+  return `P5\n${width} ${height}\n255\n`;
+}
+
+/** A white grey image whose pixels sit right after a PGM header in one buffer. */
+export function grayImage(width: number, height: number): GrayImage {
+  const header = pgmHeader(width, height);
+  const pgm = new Uint8Array(header.length + width * height);
+  for (let i = 0; i < header.length; i++) pgm[i] = header.charCodeAt(i);
+  const pixels = pgm.subarray(header.length).fill(255);
+  return { width, height, pixels, pgm };
 }
 
 /** The part of a 2D canvas context the converters read pixels through (any canvas build). */
@@ -90,20 +105,34 @@ export function resolveLanguages(lang: string): Map<string, string> {
  * RGBA copy. Transparent pixels count as white paper.
  */
 export function grayFromContext(context: PixelSource, width: number, height: number): GrayImage {
-  const pixels = new Uint8Array(width * height);
+  const image = grayImage(width, height);
+  grayRows(context, width, height, image.pixels, 0);
+  return image;
+}
+
+/**
+ * The top `rows` rows of a canvas as grey into `target` from `offset` (a band of a larger image),
+ * in strips of ~4 MB.
+ */
+export function grayRows(
+  context: PixelSource,
+  width: number,
+  rows: number,
+  target: Uint8Array,
+  offset: number,
+): void {
   const strip = Math.max(1, Math.floor(4_000_000 / (width * 4)));
-  for (let top = 0; top < height; top += strip) {
-    const rows = Math.min(strip, height - top);
-    const { data } = context.getImageData(0, top, width, rows);
-    const offset = top * width;
-    for (let i = 0; i < width * rows; i++) {
+  for (let top = 0; top < rows; top += strip) {
+    const count = Math.min(strip, rows - top);
+    const { data } = context.getImageData(0, top, width, count);
+    const start = offset + top * width;
+    for (let i = 0; i < width * count; i++) {
       const j = i * 4;
       const luma = ((data[j] ?? 0) * 77 + (data[j + 1] ?? 0) * 150 + (data[j + 2] ?? 0) * 29) >> 8;
       const alpha = data[j + 3] ?? 0;
-      pixels[offset + i] = 255 - (((255 - luma) * alpha) >> 8);
+      target[start + i] = 255 - (((255 - luma) * alpha) >> 8);
     }
   }
-  return { width, height, pixels };
 }
 
 /** Nothing printed on it: rendering noise aside, no dark pixels. OCR'ing it would only cost time. */
@@ -114,9 +143,56 @@ export function isBlank(image: GrayImage): boolean {
   return true;
 }
 
+/** White kept around the printed area by cropToInk, in pixels (tesseract wants a border). */
+const CROP_MARGIN = 24;
+
+/**
+ * The part of a page with ink on it, plus a margin: the white paper around it holds nothing to
+ * read, and tesseract's memory and time grow with the pixels it is given (an A4 page's margins are
+ * ~30 % of it). The page itself when cropping would save little.
+ */
+export function cropToInk(image: GrayImage): GrayImage {
+  const { width, height, pixels } = image;
+  let top = height;
+  let bottom = -1;
+  let left = width;
+  let right = -1;
+  for (let y = 0; y < height; y++) {
+    const row = y * width;
+    let first = -1;
+    for (let x = 0; x < width; x++) {
+      if ((pixels[row + x] ?? 255) < 128) {
+        first = x;
+        break;
+      }
+    }
+    if (first < 0) continue;
+    let last = width - 1;
+    while ((pixels[row + last] ?? 255) >= 128) last--;
+    if (y < top) top = y;
+    bottom = y;
+    if (first < left) left = first;
+    if (last > right) right = last;
+  }
+  if (bottom < 0) return image;
+  const x0 = Math.max(0, left - CROP_MARGIN);
+  const y0 = Math.max(0, top - CROP_MARGIN);
+  const cropWidth = Math.min(width, right + CROP_MARGIN + 1) - x0;
+  const cropHeight = Math.min(height, bottom + CROP_MARGIN + 1) - y0;
+  if (cropWidth * cropHeight > 0.9 * width * height) return image;
+  const cropped = grayImage(cropWidth, cropHeight);
+  for (let y = 0; y < cropHeight; y++) {
+    const from = (y0 + y) * width + x0;
+    cropped.pixels.set(pixels.subarray(from, from + cropWidth), y * cropWidth);
+  }
+  return cropped;
+}
+
 /** A PGM file: the simplest format Leptonica reads, and no encoding cost. */
 function toPgm(image: GrayImage): Buffer {
-  const header = Buffer.from(`P5\n${image.width} ${image.height}\n255\n`, 'latin1');
+  const { pgm } = image;
+  if (pgm !== undefined) return Buffer.from(pgm.buffer, pgm.byteOffset, pgm.byteLength);
+  const header = Buffer.from(pgmHeader(image.width, image.height), 'latin1');
   return Buffer.concat([header, image.pixels]);
 }
 
@@ -145,7 +221,7 @@ export class OcrSession {
       this.dpi = dpi;
     }
     const started = performance.now();
-    const { data } = await worker.recognize(toPgm(image));
+    const { data } = await worker.recognize(toPgm(cropToInk(image)));
     addTime(this.timings, 'ocr', started);
     this.pages.push(page);
     const markdown = ocrTextToMarkdown(data.text);

@@ -1,0 +1,26 @@
+/**
+ * Files converted one after another in one process, as a converter worker of the pool runs them:
+ * `tsx bench/pdf/run-many.ts <source root> <command> <file>...`. Prints one JSON line: the pages,
+ * the time from before the converter's import to the last file's end (start-up included), and the
+ * peak RSS.
+ */
+import { resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+const [root = '.', command = 'text', ...files] = process.argv.slice(2);
+const started = performance.now();
+type ConvertFile = typeof import('../../src/converter/convert-file.js').convertFile;
+const { convertFile } = (await import(resolve(root, 'src/converter/convert-file.ts'))) as {
+  convertFile: ConvertFile;
+};
+let pages = 0;
+for (const file of files) {
+  const { meta } = await convertFile(file, {
+    command: command as 'auto' | 'text' | 'ocr',
+    maxInputBytes: 1 << 30,
+  });
+  pages += meta.pages ?? 0;
+}
+const ms = performance.now() - started;
+const maxRssKb = process.resourceUsage().maxRSS;
+console.log(JSON.stringify({ ms, pages, maxRssKb }));
