@@ -218,6 +218,13 @@ export const ENV_SCHEMA = Type.Object({
     description:
       'SQLite: the in-process search indexes are saved to `search-snapshots/` beside the database this long after they changed, so a restart reads them instead of rebuilding them; -1: never.',
   }),
+  SEARCH_ANN_MIN_VECTORS: Type.Integer({
+    minimum: -1,
+    maximum: 1_000_000_000,
+    default: 200_000,
+    description:
+      'SQLite: from this many vectors of a model on, vector search takes its candidates from an approximate HNSW graph (usearch; re-scored exactly) instead of a full scan; -1: never.',
+  }),
   KNOWLEDGE_CONVERTER_PATH: Type.Optional(
     Type.String({
       minLength: 1,
