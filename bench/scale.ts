@@ -3,7 +3,7 @@
  *
  *   npm run bench:scale -- [--chunks 100000] [--per-document 1000] [--queries 200]
  *                          [--recall-queries 50] [--cli dist/cli.js] [--before-cli PATH]
- *                          [--dir DIR] [--keep] [--seed 42]
+ *                          [--dir DIR] [--keep] [--seed 42] [--server-env NAME=VALUE …]
  *
  * 1. Fill: `--chunks` synthetic ~1,000-character chunks (bench/retrieval/synthetic.ts) in
  *    documents of `--per-document`, through the store's own commit (bench/scale/fill.ts), in a
@@ -16,6 +16,9 @@
  *    p50 / p95 per mode, recall@10 of the semantic mode against an exact float32 scan.
  * 3. Bytes per chunk of each in-process structure, from this build's indexes loaded in this
  *    process (`SqliteChunkStore.memoryReport`).
+ *
+ * `--server-env` sets a variable of the measured servers (e.g. SEARCH_ANN_MIN_VECTORS=50000 to
+ * measure the approximate vector graph below its default threshold).
  *
  * Progress goes to stderr; the results to stdout.
  */
@@ -45,6 +48,7 @@ const { values } = parseArgs({
     dir: { type: 'string' },
     keep: { type: 'boolean', default: false },
     seed: { type: 'string', default: '42' },
+    'server-env': { type: 'string', multiple: true, default: [] },
   },
 });
 
@@ -103,7 +107,11 @@ notes.push(
 );
 
 const queries = Array.from({ length: queryCount }, () => generator.query());
-const env = benchEnv(dir, KEY);
+const env: Record<string, string> = { ...benchEnv(dir, KEY) };
+for (const pair of values['server-env']) {
+  const at = pair.indexOf('=');
+  if (at > 0) env[pair.slice(0, at)] = pair.slice(at + 1);
+}
 /** The servers' threshold of the approximate vector graph (SEARCH_ANN_MIN_VECTORS). */
 const annMin = loadConfig({ ...env, PORT: '0' }, dir).knowledge.searchAnnMinVectors ?? Infinity;
 const config = loadConfig({ ...env, PORT: '0' }, dir);

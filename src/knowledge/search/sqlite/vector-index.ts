@@ -13,6 +13,14 @@
  * current.
  */
 import { AnnGraph, type GraphState } from './ann-graph.js';
+import {
+  MAP_ENTRY_BYTES,
+  POINTER_BYTES,
+  STRING_BYTES,
+  type IndexRow,
+  type VectorIndexOptions,
+  type VectorState,
+} from './vector-types.js';
 import { Int8Matrix } from './dot-kernel.js';
 import { TopK } from './top-k.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
@@ -26,47 +34,14 @@ import { Numbering } from './numbering.js';
 const OVERSAMPLE = 2;
 const MIN_RESCORED = 256;
 /**
- * Graph candidates re-scored exactly per result wanted (at least MIN_GRAPH_CANDIDATES): recall@10
- * against an exact scan ≥ 0.99 on the synthetic 100k corpus (bench:scale).
+ * Graph candidates re-scored exactly per result wanted (at least MIN_GRAPH_CANDIDATES); the
+ * graph's search list (ann-graph.ts) is longer still, and sets its recall.
  */
 const GRAPH_OVERSAMPLE = 8;
 const MIN_GRAPH_CANDIDATES = 80;
 
-/** Options of a vector index. */
-export interface VectorIndexOptions {
-  /** Live rows from which searches use an approximate graph (Infinity: never). */
-  annMin?: number;
-}
-
-/** Estimates for memoryReport: a 36-character id string, a pointer, a Map entry (V8, 64-bit). */
-export const STRING_BYTES = 56;
-export const POINTER_BYTES = 8;
-export const MAP_ENTRY_BYTES = 40;
-
-export interface IndexRow {
-  chunkId: string;
-  documentId: string;
-  projectKey: string;
-  vector: Float32Array;
-}
-
-/** A vector index's rows as plain arrays, for a snapshot (index-snapshots.ts). */
-export interface VectorState {
-  dims: number;
-  count: number;
-  /** Chunk id per row, '' for a deleted row. */
-  ids: string[];
-  /** Document and project key numbers per row, and the ids and keys they stand for. */
-  documentOf: Int32Array;
-  projectOf: Int32Array;
-  documentIds: string[];
-  projectKeys: string[];
-  floats: Float32Array;
-  scales: Float32Array;
-  int8: Int8Array;
-  /** The graph's keys, when the index has a graph. */
-  graph?: GraphState;
-}
+export type { IndexRow, VectorIndexOptions, VectorState } from './vector-types.js';
+export { MAP_ENTRY_BYTES, POINTER_BYTES, STRING_BYTES } from './vector-types.js';
 
 export class VectorIndex {
   /** Row → chunk id; '' for a deleted row (compacted away later). */
