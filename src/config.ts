@@ -81,6 +81,8 @@ export interface Config {
     eventsMaxStreams: number;
     /** SQLite: quiet time before the search indexes are saved; null: never (-1). */
     searchSnapshotDelayMs: number | null;
+    /** SQLite: vectors of a model from which search uses an approximate graph; null: never. */
+    searchAnnMinVectors: number | null;
   };
   embedding: {
     provider: Env['EMBEDDING_PROVIDER'];
@@ -272,6 +274,7 @@ export function loadConfig(
       eventsHeartbeatMs: e.KNOWLEDGE_EVENTS_HEARTBEAT_MS,
       eventsMaxStreams: e.KNOWLEDGE_EVENTS_MAX_STREAMS,
       searchSnapshotDelayMs: e.SEARCH_SNAPSHOT_DELAY_MS < 0 ? null : e.SEARCH_SNAPSHOT_DELAY_MS,
+      searchAnnMinVectors: e.SEARCH_ANN_MIN_VECTORS < 0 ? null : e.SEARCH_ANN_MIN_VECTORS,
     },
     embedding: {
       provider: e.EMBEDDING_PROVIDER,

@@ -47,7 +47,9 @@ export async function fill(
   perDocument: number,
   log: (line: string) => void,
 ): Promise<FillResult> {
-  const config = loadConfig({ ...benchEnv(dataDir, key), PORT: '0' }, dataDir);
+  // No approximate graph while filling: the servers measured build it.
+  const env = { ...benchEnv(dataDir, key), PORT: '0', SEARCH_ANN_MIN_VECTORS: '-1' };
+  const config = loadConfig(env, dataDir);
   const server = await startServer(config, { print: () => undefined });
   const started = performance.now();
   let documents = 0;

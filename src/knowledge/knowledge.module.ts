@@ -99,7 +99,11 @@ async function createChunkStore(
               log.info(fields, message);
             },
           };
-    return new SqliteChunkStore(database.native, { snapshots });
+    const annMin = config.knowledge.searchAnnMinVectors;
+    return new SqliteChunkStore(database.native, {
+      snapshots,
+      vectors: { annMin: annMin ?? Number.POSITIVE_INFINITY },
+    });
   }
   const { PostgresChunkStore } = await import('./search/postgres/postgres-chunk-store.js');
   return new PostgresChunkStore(database.pool);

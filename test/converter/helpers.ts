@@ -71,6 +71,7 @@ export function knowledgeConfig(overrides: Partial<Config['knowledge']> = {}): C
     eventsHeartbeatMs: 15_000,
     eventsMaxStreams: 1000,
     searchSnapshotDelayMs: null,
+    searchAnnMinVectors: null,
     ...overrides,
   };
 }

@@ -240,10 +240,10 @@ export class Int8Matrix {
   }
 
   /**
-   * Dot products of `query` (`dims` integers in int16 range) with rows 0..rows-1, as a view
-   * that the next scan or `reserve` overwrites.
+   * Dot products of `query` (`dims` integers in int16 range) with rows from..rows-1 (index 0 of
+   * the result is row `from`), as a view that the next scan or `reserve` overwrites.
    */
-  scan(query: ArrayLike<number>, rows: number): Int32Array {
+  scan(query: ArrayLike<number>, rows: number, from = 0): Int32Array {
     if (rows > this.capacity) throw new RangeError('scan past the reserved rows');
     const out = this.outOffset;
     const q = this.queryOffset;
@@ -251,17 +251,18 @@ export class Int8Matrix {
     const query16 = new Int16Array(buffer, q, this.rowBytes);
     query16.fill(0);
     for (let j = 0; j < this.dims; j++) query16[j] = query[j] ?? 0;
-    const result = new Int32Array(buffer, out, rows);
-    if (rows === 0) return result;
+    const n = Math.max(0, rows - from);
+    const result = new Int32Array(buffer, out, n);
+    if (n === 0) return result;
     if (this.wasmScan !== null) {
-      this.wasmScan(q, 0, rows, this.rowBytes, out);
+      this.wasmScan(q, from * this.rowBytes, n, this.rowBytes, out);
       return result;
     }
     const m = this.bytes;
-    for (let r = 0, o = 0; r < rows; r++, o += this.rowBytes) {
+    for (let i = 0, o = from * this.rowBytes; i < n; i++, o += this.rowBytes) {
       let s = 0;
       for (let j = 0; j < this.dims; j++) s += (m[o + j] ?? 0) * (query16[j] ?? 0);
-      result[r] = s;
+      result[i] = s;
     }
     return result;
   }

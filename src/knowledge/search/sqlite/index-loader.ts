@@ -15,11 +15,13 @@ import { join } from 'node:path';
 import { sliceTurn } from '../../../turns.js';
 import { sharedLexer } from './fts5-lexer.js';
 import {
+  graphOfSnapshot,
   keywordFromSnapshot,
   keywordSections,
   SnapshotFiles,
   vectorFromSnapshot,
   vectorSections,
+  type GraphMeta,
   type SnapshotOptions,
 } from './index-snapshots.js';
 import { KeywordIndex } from './keyword-index.js';
@@ -31,7 +33,7 @@ import {
   type Loaded,
   type SearchIndexes,
 } from './search-indexes.js';
-import { SnapshotError } from './snapshot-file.js';
+import { SnapshotError, type Snapshot } from './snapshot-file.js';
 import { VectorIndex } from './vector-index.js';
 import { asFloat32 } from './vector-tables.js';
 
@@ -39,6 +41,11 @@ import { asFloat32 } from './vector-tables.js';
 const BUILD_BATCH = 256;
 /** Batches run back to back for this long, then the event loop is yielded (sliceTurn). */
 const BUILD_SLICE_MS = 25;
+/**
+ * A vector graph is built in slices of this long (ann-graph.ts), each followed by as long a
+ * pause: a build back to back made every turn of a query wait a slice (hybrid p50 120 ms at 100k).
+ */
+const GRAPH_SLICE_MS = 10;
 
 /** A function that yields the event loop once BUILD_SLICE_MS passed since it last did. */
 function slicer(): () => Promise<void> {
@@ -53,6 +60,12 @@ function slicer(): () => Promise<void> {
 type Copy = Loaded<KeywordIndex> | Loaded<VectorIndex>;
 
 /** Whether a process of this id runs (a snapshot's temporary file is named after its writer). */
+/** What a copy's snapshot reflects: its generation and the rows its graph holds. */
+function savedKey(copy: { index: KeywordIndex | VectorIndex; generation: number }): string {
+  const graph = copy.index instanceof VectorIndex ? copy.index.graph : null;
+  return `${copy.generation}/${graph?.covered ?? 0}`;
+}
+
 function running(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -64,8 +77,12 @@ function running(pid: number): boolean {
 
 export class IndexLoader {
   private readonly files: SnapshotFiles | null;
-  /** The generation each copy's last snapshot reflects. */
-  private readonly saved = new WeakMap<object, number>();
+  /** The generation (and graph rows) each copy's last snapshot reflects. */
+  private readonly saved = new WeakMap<object, string>();
+  /** The graph file each vector copy's last snapshot names. */
+  private readonly graphFiles = new Map<string, string>();
+  /** The background build of the vector copies' graphs, while it runs. */
+  private building: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> | undefined;
   private closed = false;
@@ -91,8 +108,11 @@ export class IndexLoader {
     let built = false;
     for (const { table, dimensions } of tables) {
       if (this.indexes.vectors.has(table)) continue;
-      let copy = await this.restore(`vector-${table}`, generation, (s) =>
-        vectorFromSnapshot(s, dimensions),
+      let copy = await this.restore(
+        `vector-${table}`,
+        generation,
+        (s) => vectorFromSnapshot(s, dimensions, this.indexes.vectorOptions),
+        (index, s) => this.restoreGraph(`vector-${table}`, index, s),
       );
       if (copy === undefined) {
         copy = await this.buildVectors(table, dimensions);
@@ -114,11 +134,60 @@ export class IndexLoader {
     this.changed(built ? 0 : undefined);
   }
 
+  /** Gives a restored vector copy its snapshot's graph, when the graph file checks out. */
+  private async restoreGraph(kind: string, index: VectorIndex, snapshot: Snapshot): Promise<void> {
+    try {
+      const graph = graphOfSnapshot(snapshot);
+      if (graph !== null && this.files !== null) {
+        index.restoreGraph(await this.files.checkedGraph(graph.meta), graph.state);
+        this.graphFiles.set(kind, graph.meta.file);
+      }
+    } catch (error) {
+      // Corrupt, missing or unreadable: never trusted, built again from the rows.
+      this.log('search index graph not used', {
+        kind,
+        why: error instanceof Error ? error.message : String(error),
+      });
+    }
+    // None (or not used): built from the rows in the background when the index is large enough.
+    index.startGraph();
+  }
+
+  /** Builds the vector copies' graphs in slices, then saves them (one builder at a time). */
+  private buildGraphs(): void {
+    if (this.building !== undefined || this.closed) return;
+    const pending = () => [...this.indexes.vectors.values()].filter((c) => c.index.graphPending);
+    if (pending().length === 0) return;
+    const started = performance.now();
+    this.building = (async () => {
+      try {
+        for (let copies = pending(); copies.length > 0 && !this.closed; copies = pending()) {
+          for (const { index } of copies) index.buildGraph(GRAPH_SLICE_MS / copies.length);
+          await new Promise((resolve) => setTimeout(resolve, GRAPH_SLICE_MS));
+        }
+      } finally {
+        this.building = undefined;
+      }
+      this.log('search index graphs built', { ms: Math.round(performance.now() - started) });
+      this.changed();
+    })();
+  }
+
+  /** Builds what the vector copies' graphs lack now; resolves when they hold every row. */
+  async buildGraphsNow(): Promise<void> {
+    this.buildGraphs();
+    while (this.building !== undefined) {
+      await this.building;
+      this.buildGraphs();
+    }
+  }
+
   /** A copy from its snapshot, or undefined (none, or one that may not be used: logged). */
   private async restore<T extends KeywordIndex | VectorIndex>(
     kind: string,
     generation: number,
-    decode: (snapshot: Parameters<typeof keywordFromSnapshot>[0]) => T,
+    decode: (snapshot: Snapshot) => T,
+    attach?: (index: T, snapshot: Snapshot) => Promise<void>,
   ): Promise<Loaded<T> | undefined> {
     if (this.files === null) return undefined;
     const started = performance.now();
@@ -135,11 +204,12 @@ export class IndexLoader {
       this.log('search index snapshot not used', { kind, why: error.message });
       return undefined;
     }
+    await attach?.(index, read.snapshot);
     // A run's staged rows: the run ended with the process that wrote the snapshot.
     for (const id of index.documentIdList())
       if (id.startsWith(STAGED_PREFIX)) index.deleteDocument(id);
     const copy = { index, generation: read.generation };
-    this.saved.set(copy, read.generation);
+    this.saved.set(copy, savedKey(copy));
     this.log('search index snapshot loaded', {
       kind,
       rows: index.size,
@@ -178,7 +248,7 @@ export class IndexLoader {
   private async buildVectors(table: string, dims: number): Promise<Loaded<VectorIndex>> {
     const generation = this.indexes.generation();
     const max = this.maxRowid(table);
-    const index = new VectorIndex(dims);
+    const index = new VectorIndex(dims, this.indexes.vectorOptions);
     const select = this.indexes.statement(
       `select v.rowid, v.chunk_id, v.embedding, v.document_id, v.project_key
        from ${table} v cross join knowledge_chunks c on c.id = v.chunk_id
@@ -217,6 +287,7 @@ export class IndexLoader {
 
   /** The copies changed: a snapshot is written after the delay (at most one pending). */
   changed(delayMs = this.files?.options.delayMs ?? 0): void {
+    this.buildGraphs();
     if (this.files === null || this.closed || this.timer !== undefined) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -246,7 +317,8 @@ export class IndexLoader {
     for (const [kind, copy] of copies) {
       if (this.closed) return;
       const generation = copy.generation;
-      if (this.saved.get(copy) === generation) continue;
+      const key = savedKey(copy);
+      if (this.saved.get(copy) === key) continue;
       const { index } = copy;
       const mutations = index.mutations;
       const unchanged = () =>
@@ -260,11 +332,21 @@ export class IndexLoader {
           written = await files.write(kind, meta, keywordSections(state, sharedLexer()), unchanged);
         } else {
           const state = index.state();
-          const meta = { generation, count: state.count, dims: index.dims };
+          let graph: GraphMeta | undefined;
+          // A graph being built is saved once complete (its rows' snapshot is written meanwhile).
+          if (state.graph !== undefined && !index.graphPending) {
+            const { nextKey, covered } = state.graph;
+            // Saved now, in this turn: the file holds what `state` says (covered, keys).
+            const file = await files.writeGraph(kind, (path) => index.graph?.save(path));
+            graph = { ...file, nextKey, covered };
+          }
+          const meta = { generation, count: state.count, dims: index.dims, graph };
           written = await files.write(kind, meta, vectorSections(state), unchanged);
+          if (written) this.graphFiles.set(kind, graph?.file ?? '');
+          files.removeGraphs(kind, this.graphFiles.get(kind) ?? null);
         }
         if (written) {
-          this.saved.set(copy, generation);
+          this.saved.set(copy, key);
           this.log('search index snapshot written', {
             kind,
             ms: Math.round(performance.now() - started),

@@ -10,11 +10,14 @@
  * fell behind another process's writes. A corrupt file (CRC-32, snapshot-file.ts) is rebuilt
  * from the tables, never trusted.
  */
-import { mkdirSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { FTS5_TOKENIZE, type Fts5Lexer } from './fts5-lexer.js';
 import { KeywordIndex, type KeywordState } from './keyword-index.js';
+import type { GraphState } from './ann-graph.js';
 import {
+  fileChecksum,
   readSnapshot,
   SnapshotError,
   writeSnapshot,
@@ -22,10 +25,19 @@ import {
   type Snapshot,
   type Typed,
 } from './snapshot-file.js';
-import { VectorIndex, type VectorState } from './vector-index.js';
+import { VectorIndex, type VectorIndexOptions, type VectorState } from './vector-index.js';
 
 /** Bumped when the layout of a snapshot changes: older files are rebuilt. */
 const FORMAT = 1;
+
+/** A vector snapshot's graph (ann-graph.ts): its file beside the snapshot, checked on load. */
+export interface GraphMeta {
+  file: string;
+  bytes: number;
+  crc: number;
+  nextKey: number;
+  covered: number;
+}
 
 /** Where and when snapshots are written. */
 export interface SnapshotOptions {
@@ -45,6 +57,7 @@ interface Meta {
   count: number;
   tokens?: number;
   dims?: number;
+  graph?: GraphMeta;
 }
 
 /** The index files of one database. */
@@ -90,6 +103,60 @@ export class SnapshotFiles {
     const at = meta.generation;
     if (typeof at !== 'number' || at > generation) return { why: 'ahead of the database' };
     return { snapshot, generation: at };
+  }
+
+  /**
+   * Saves a graph with `save(path)` to a new file of `kind` (named after this process and
+   * time: the snapshot naming it is written after); its name, size and CRC-32.
+   */
+  async writeGraph(
+    kind: string,
+    save: (path: string) => void,
+  ): Promise<Pick<GraphMeta, 'file' | 'bytes' | 'crc'>> {
+    mkdirSync(this.dir, { recursive: true });
+    const file = `${this.prefix}.${kind}.${process.pid}-${Date.now()}.graph`;
+    const temporary = join(this.dir, `${file}.${process.pid}.0.tmp`);
+    try {
+      save(temporary);
+      const sum = await fileChecksum(temporary);
+      await rename(temporary, join(this.dir, file));
+      return { file, ...sum };
+    } finally {
+      await rm(temporary, { force: true });
+    }
+  }
+
+  /** The path of a snapshot's graph file when its size and CRC-32 are as recorded. */
+  async checkedGraph(meta: GraphMeta): Promise<string> {
+    if (basename(meta.file) !== meta.file) throw new SnapshotError('graph file name');
+    const path = join(this.dir, meta.file);
+    let sum: { bytes: number; crc: number };
+    try {
+      sum = await fileChecksum(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new SnapshotError('no graph');
+      throw error;
+    }
+    if (sum.bytes !== meta.bytes || sum.crc !== meta.crc) {
+      throw new SnapshotError('graph checksum mismatch');
+    }
+    return path;
+  }
+
+  /** Removes the graph files of `kind` other than `keep`. */
+  removeGraphs(kind: string, keep: string | null): void {
+    const start = `${this.prefix}.${kind}.`;
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      if (name.startsWith(start) && name.endsWith('.graph') && name !== keep) {
+        rmSync(join(this.dir, name), { force: true });
+      }
+    }
   }
 
   /** Writes a snapshot; false when `unchanged` turned false meanwhile (nothing left behind). */
@@ -189,7 +256,7 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
 }
 
 export function vectorSections(state: VectorState): Map<string, Section> {
-  return new Map([
+  const sections = new Map<string, Section>([
     ['ids', strings(state.ids)],
     ['documentOf', array([state.documentOf], 'i32')],
     ['projectOf', array([state.projectOf], 'i32')],
@@ -199,9 +266,31 @@ export function vectorSections(state: VectorState): Map<string, Section> {
     ['scales', array([state.scales], 'f32')],
     ['int8', array([state.int8], 'i8')],
   ]);
+  if (state.graph !== undefined) sections.set('graphKeys', array([state.graph.keyOf], 'i32'));
+  return sections;
 }
 
-export function vectorFromSnapshot(snapshot: Snapshot, dims: number): VectorIndex {
+/** The graph's keys a vector snapshot holds (copied out of the file's buffer), if any. */
+export function graphOfSnapshot(snapshot: Snapshot): { meta: GraphMeta; state: GraphState } | null {
+  const meta = (snapshot.meta as unknown as Meta).graph;
+  if (meta === undefined) return null;
+  const keys = section(snapshot, 'graphKeys', Int32Array);
+  if (keys.length !== (snapshot.meta as unknown as Meta).count) throw new SnapshotError('graph');
+  return {
+    meta,
+    state: {
+      keyOf: keys.slice(),
+      nextKey: meta.nextKey,
+      covered: meta.covered,
+    },
+  };
+}
+
+export function vectorFromSnapshot(
+  snapshot: Snapshot,
+  dims: number,
+  options: VectorIndexOptions = {},
+): VectorIndex {
   const meta = snapshot.meta as unknown as Meta;
   if (meta.dims !== dims) throw new SnapshotError('dimensions');
   const state: VectorState = {
@@ -221,7 +310,7 @@ export function vectorFromSnapshot(snapshot: Snapshot, dims: number): VectorInde
   if (state.floats.length !== state.count * dims || state.int8.length !== state.count * rowBytes) {
     throw new SnapshotError('vectors');
   }
-  return VectorIndex.fromState(state);
+  return VectorIndex.fromState(state, options);
 }
 
 /** Every per-row array holds `count` rows, and so does the id list. */

@@ -14,7 +14,7 @@ import { segmentWords } from '../segment.js';
 import { sharedLexer } from './fts5-lexer.js';
 import { KeywordIndex, type KeywordRow } from './keyword-index.js';
 import type { Statements } from './statements.js';
-import { VectorIndex, type IndexRow } from './vector-index.js';
+import { VectorIndex, type IndexRow, type VectorIndexOptions } from './vector-index.js';
 import { asFloat32 } from './vector-tables.js';
 
 /** An in-process copy of an index and the chunk generation it reflects. */
@@ -112,7 +112,11 @@ export class SearchIndexes {
   /** Called when a copy changed (index-loader.ts writes snapshots after a while). */
   onChange: () => void = () => undefined;
 
-  constructor(readonly statement: Statements) {}
+  constructor(
+    readonly statement: Statements,
+    /** Options of every vector copy (the size from which it keeps a graph). */
+    readonly vectorOptions: VectorIndexOptions = {},
+  ) {}
 
   /** The chunk generation (migration 0006): bumped by every change to knowledge_chunks. */
   generation(): number {
@@ -161,7 +165,7 @@ export class SearchIndexes {
     const loaded = this.current(
       this.vectors.get(table),
       () => {
-        const index = new VectorIndex(dimensions);
+        const index = new VectorIndex(dimensions, this.vectorOptions);
         this.addVectors(
           index,
           `select v.chunk_id, v.embedding, v.document_id, v.project_key

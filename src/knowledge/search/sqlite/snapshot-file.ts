@@ -167,3 +167,22 @@ export async function readSnapshot(path: string): Promise<Snapshot> {
   }
   return snapshot;
 }
+
+/** The size and CRC-32 of a file (a graph saved beside a snapshot), read in batches. */
+export async function fileChecksum(path: string): Promise<{ bytes: number; crc: number }> {
+  const file = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(BATCH_BYTES);
+    let crc = 0;
+    let bytes = 0;
+    for (;;) {
+      const { bytesRead } = await file.read(buffer, 0, BATCH_BYTES, bytes);
+      if (bytesRead === 0) break;
+      crc = crc32(buffer.subarray(0, bytesRead), crc);
+      bytes += bytesRead;
+    }
+    return { bytes, crc: crc >>> 0 };
+  } finally {
+    await file.close();
+  }
+}

@@ -30,11 +30,13 @@ import { CURRENT, SearchIndexes } from './search-indexes.js';
 import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { statementCache, type Statements } from './statements.js';
 import { asFloat32, VectorTables } from './vector-tables.js';
-import { STRING_BYTES } from './vector-index.js';
+import { STRING_BYTES, type VectorIndexOptions } from './vector-index.js';
 
 export interface SqliteChunkStoreOptions {
   /** Where and when the search indexes are saved (index-snapshots.ts); null: never. */
   snapshots?: SnapshotOptions | null;
+  /** Options of the vector indexes (from which size they search an approximate graph). */
+  vectors?: VectorIndexOptions;
 }
 
 /** `and …` conditions for the scope (documents `d`, chunks `c`). */
@@ -67,7 +69,7 @@ export class SqliteChunkStore implements ChunkStore {
     registerSqliteFilter(db);
     this.statement = statementCache(db);
     this.tables = new VectorTables(db);
-    this.indexes = new SearchIndexes(this.statement);
+    this.indexes = new SearchIndexes(this.statement, options.vectors);
     this.loader = new IndexLoader(this.indexes, options.snapshots ?? null);
     this.writes = new SqliteChunkWrites(db, this.statement, this.tables, this.indexes);
   }
@@ -105,6 +107,11 @@ export class SqliteChunkStore implements ChunkStore {
   /** Stops saving the indexes (a snapshot being written is abandoned: the last one stays). */
   async close(): Promise<void> {
     await this.loader.close();
+  }
+
+  /** Resolves when the vector indexes' approximate graphs hold every row (built in slices). */
+  buildGraphs(): Promise<void> {
+    return this.loader.buildGraphsNow();
   }
 
   /** Writes a snapshot of every loaded index that changed since its last one, now. */

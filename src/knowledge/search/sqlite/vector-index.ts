@@ -5,9 +5,22 @@
  * candidates exactly in float32 and returns the top `limit` by exact cosine: 100k × 100-d in
  * ~1–2 ms.
  *
+ * From `annMin` rows on, an HNSW graph (ann-graph.ts) gives the candidates instead of the scan
+ * (rows not in the graph yet are scanned), re-scored the same way: sub-linear past the size
+ * where a scan costs more than a graph search.
+ *
  * The SQLite table stays the source of truth; search-indexes.ts loads this copy and keeps it
  * current.
  */
+import { AnnGraph, type GraphState } from './ann-graph.js';
+import {
+  MAP_ENTRY_BYTES,
+  POINTER_BYTES,
+  STRING_BYTES,
+  type IndexRow,
+  type VectorIndexOptions,
+  type VectorState,
+} from './vector-types.js';
 import { Int8Matrix } from './dot-kernel.js';
 import { TopK } from './top-k.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
@@ -20,34 +33,15 @@ import { Numbering } from './numbering.js';
  */
 const OVERSAMPLE = 2;
 const MIN_RESCORED = 256;
+/**
+ * Graph candidates re-scored exactly per result wanted (at least MIN_GRAPH_CANDIDATES); the
+ * graph's search list (ann-graph.ts) is longer still, and sets its recall.
+ */
+const GRAPH_OVERSAMPLE = 8;
+const MIN_GRAPH_CANDIDATES = 80;
 
-/** Estimates for memoryReport: a 36-character id string, a pointer, a Map entry (V8, 64-bit). */
-export const STRING_BYTES = 56;
-export const POINTER_BYTES = 8;
-export const MAP_ENTRY_BYTES = 40;
-
-export interface IndexRow {
-  chunkId: string;
-  documentId: string;
-  projectKey: string;
-  vector: Float32Array;
-}
-
-/** A vector index's rows as plain arrays, for a snapshot (index-snapshots.ts). */
-export interface VectorState {
-  dims: number;
-  count: number;
-  /** Chunk id per row, '' for a deleted row. */
-  ids: string[];
-  /** Document and project key numbers per row, and the ids and keys they stand for. */
-  documentOf: Int32Array;
-  projectOf: Int32Array;
-  documentIds: string[];
-  projectKeys: string[];
-  floats: Float32Array;
-  scales: Float32Array;
-  int8: Int8Array;
-}
+export type { IndexRow, VectorIndexOptions, VectorState } from './vector-types.js';
+export { MAP_ENTRY_BYTES, POINTER_BYTES, STRING_BYTES } from './vector-types.js';
 
 export class VectorIndex {
   /** Row → chunk id; '' for a deleted row (compacted away later). */
@@ -72,8 +66,15 @@ export class VectorIndex {
   mutations = 0;
   /** Query scale ceiling: int16, and the int32 sum of `rowBytes` products must not overflow. */
   private readonly queryMax: number;
+  /** The approximate graph, from `annMin` live rows on. */
+  graph: AnnGraph | null = null;
+  private readonly annMin: number;
 
-  constructor(readonly dims: number) {
+  constructor(
+    readonly dims: number,
+    options: VectorIndexOptions = {},
+  ) {
+    this.annMin = options.annMin ?? Number.POSITIVE_INFINITY;
     this.int8 = new Int8Matrix(dims);
     this.floats = new Float32Array(0);
     this.scales = new Float32Array(0);
@@ -106,7 +107,28 @@ export class VectorIndex {
     projectOf.set(this.projectOf.subarray(0, this.count));
     this.projectOf = projectOf;
     this.int8.reserve(capacity);
+    this.graph?.reserveRows(capacity);
     this.capacity = capacity;
+  }
+
+  /** Starts a graph once the index reached `annMin` live rows (built later, `buildGraph`). */
+  startGraph(): void {
+    if (this.graph !== null || this.size < this.annMin) return;
+    this.graph = AnnGraph.create(this.dims, this.count, this.capacity);
+    for (let r = 0; r < this.count; r++) if (this.ids[r] === '') this.graph.removed(r);
+  }
+
+  /** Whether the graph lacks rows (`buildGraph` adds them). */
+  get graphPending(): boolean {
+    return this.graph !== null && this.graph.covered < this.count;
+  }
+
+  /** Adds rows to the graph for up to `budgetMs`; whether rows remain. */
+  buildGraph(budgetMs: number): boolean {
+    const graph = this.graph;
+    if (graph === null) return false;
+    // Not a mutation: a snapshot records the graph's `covered` when it starts.
+    return graph.step(this.floats, this.count, (r) => this.ids[r] !== '', budgetMs);
   }
 
   add(rows: readonly IndexRow[]): void {
@@ -140,7 +162,9 @@ export class VectorIndex {
       let list = this.rowsOf.get(document);
       if (list === undefined) this.rowsOf.set(document, (list = []));
       list.push(r);
+      this.graph?.appended(r);
     }
+    this.startGraph();
   }
 
   private kill(r: number): void {
@@ -149,6 +173,7 @@ export class VectorIndex {
     this.rowOf.delete(id);
     this.ids[r] = '';
     this.dead++;
+    this.graph?.removed(r);
   }
 
   /** Gives the rows of document `from` (a run's staged rows) to document `to`. */
@@ -178,10 +203,14 @@ export class VectorIndex {
   private compact(): void {
     const dims = this.dims;
     let to = 0;
+    let covered = 0;
+    const graph = this.graph;
     this.rowsOf.clear();
     for (let from = 0; from < this.count; from++) {
       const id = this.ids[from] ?? '';
       if (id === '') continue;
+      if (graph !== null && from < graph.covered) covered = to + 1;
+      graph?.moved(from, to);
       if (to !== from) {
         this.floats.copyWithin(to * dims, from * dims, (from + 1) * dims);
         this.scales[to] = this.scales[from] ?? 0;
@@ -198,6 +227,7 @@ export class VectorIndex {
       to++;
     }
     this.ids.length = to;
+    graph?.compacted(graph.covered >= this.count ? to : covered);
     this.count = to;
     this.dead = 0;
   }
@@ -265,26 +295,10 @@ export class VectorIndex {
         rows = this.rowsOfDocuments(documents, project);
       }
     }
-    if (rows === null) {
-      let max = 0;
-      for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(query[j] ?? 0));
-      const toInt = this.queryMax / max;
-      const q16 = Array.from(query, (v) => Math.round(v * toInt));
-      const dots = this.int8.scan(q16, this.count);
-      const top = new TopK(Math.max(limit * OVERSAMPLE, MIN_RESCORED));
-      const scales = this.scales;
-      const ids = this.ids;
-      let floor = top.floor;
-      for (let r = 0; r < dots.length; r++) {
-        const score = (dots[r] as number) * (scales[r] as number);
-        if (score <= floor) continue;
-        if (ids[r] === '' || (project !== -1 && this.projectOf[r] !== project)) continue;
-        if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
-        top.push(score, r);
-        floor = top.floor;
-      }
-      rows = top.keptRows();
+    if (rows === null && this.graph !== null && this.graph.covered > 0) {
+      rows = this.approximate(this.graph, query, limit, project, allowed);
     }
+    rows ??= this.scanTop(query, 0, Math.max(limit * OVERSAMPLE, MIN_RESCORED), project, allowed);
     const scored: { r: number; score: number }[] = [];
     for (const r of rows) scored.push({ r, score: this.exact(query, r) });
     scored.sort((a, b) => b.score - a.score);
@@ -293,6 +307,65 @@ export class VectorIndex {
       documentId: this.documents.id(this.documentOf[s.r] ?? 0),
       score: s.score,
     }));
+  }
+
+  /**
+   * The best `keep` rows from `from` on by the int8 scan, within the project (-1: any) and the
+   * allowed documents (null: any).
+   */
+  private scanTop(
+    query: Float32Array,
+    from: number,
+    keep: number,
+    project: number,
+    allowed: Uint8Array | null,
+  ): Int32Array {
+    let max = 0;
+    for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(query[j] ?? 0));
+    const toInt = this.queryMax / max;
+    const q16 = Array.from(query, (v) => Math.round(v * toInt));
+    const dots = this.int8.scan(q16, this.count, from);
+    const top = new TopK(keep);
+    const scales = this.scales;
+    const ids = this.ids;
+    let floor = top.floor;
+    for (let i = 0; i < dots.length; i++) {
+      const r = from + i;
+      const score = (dots[i] as number) * (scales[r] as number);
+      if (score <= floor) continue;
+      if (ids[r] === '' || (project !== -1 && this.projectOf[r] !== project)) continue;
+      if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
+      top.push(score, r);
+      floor = top.floor;
+    }
+    return top.keptRows();
+  }
+
+  /**
+   * Candidates from the graph plus the scanned rows it does not hold yet; null when a scope
+   * leaves fewer than `limit` of the graph's (the caller scans instead).
+   */
+  private approximate(
+    graph: AnnGraph,
+    query: Float32Array,
+    limit: number,
+    project: number,
+    allowed: Uint8Array | null,
+  ): number[] | null {
+    const want = Math.max(limit * GRAPH_OVERSAMPLE, MIN_GRAPH_CANDIDATES);
+    const rows: number[] = [];
+    for (const r of graph.search(query, want)) {
+      if (this.ids[r] === '' || (project !== -1 && this.projectOf[r] !== project)) continue;
+      if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
+      rows.push(r);
+    }
+    const scoped = project !== -1 || allowed !== null;
+    if (scoped && rows.length < Math.min(limit, graph.size)) return null;
+    if (graph.covered < this.count) {
+      const tail = this.scanTop(query, graph.covered, want, project, allowed);
+      for (const r of tail) rows.push(r);
+    }
+    return rows;
   }
 
   /**
@@ -312,12 +385,13 @@ export class VectorIndex {
       floats: this.floats.subarray(0, n * this.dims),
       scales: this.scales.subarray(0, n),
       int8: this.int8.rows(n),
+      ...(this.graph === null ? {} : { graph: this.graph.state(n) }),
     };
   }
 
   /** An index holding a snapshot's rows (the arrays are copied into its own). */
-  static fromState(state: VectorState): VectorIndex {
-    const index = new VectorIndex(state.dims);
+  static fromState(state: VectorState, options: VectorIndexOptions = {}): VectorIndex {
+    const index = new VectorIndex(state.dims, options);
     const n = state.count;
     index.reserve(n);
     index.floats.set(state.floats);
@@ -344,6 +418,20 @@ export class VectorIndex {
     return index;
   }
 
+  /**
+   * Takes a snapshot's graph (its file and keys; `fromState` gave the rows) when the index is
+   * large enough for one. Throws when the file does not hold a graph of these dimensions.
+   */
+  restoreGraph(path: string, state: GraphState): void {
+    if (this.size < this.annMin) return;
+    if (state.keyOf.length !== this.count || state.covered > this.count) {
+      throw new RangeError('graph keys');
+    }
+    const graph = AnnGraph.load(path, this.dims, state, this.count, (r) => this.ids[r] !== '');
+    graph.reserveRows(this.capacity);
+    this.graph = graph;
+  }
+
   /** Bytes held per structure (typed arrays exactly; strings and maps estimated). */
   memoryReport(): Record<string, number> {
     const rows = this.count;
@@ -353,6 +441,7 @@ export class VectorIndex {
       'vector row numbers': this.documentOf.byteLength + this.projectOf.byteLength,
       'vector chunk ids + id map':
         rows * (STRING_BYTES + POINTER_BYTES) + this.rowOf.size * MAP_ENTRY_BYTES,
+      'vector graph (estimate) + keys': this.graph?.byteLength ?? 0,
     };
   }
 

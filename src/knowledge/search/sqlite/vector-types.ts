@@ -1,0 +1,38 @@
+/** The shapes a vector index (vector-index.ts) takes in and gives out, and its size estimates. */
+import type { GraphState } from './ann-graph.js';
+
+/** Options of a vector index. */
+export interface VectorIndexOptions {
+  /** Live rows from which searches use an approximate graph (Infinity: never). */
+  annMin?: number;
+}
+
+/** Estimates for memoryReport: a 36-character id string, a pointer, a Map entry (V8, 64-bit). */
+export const STRING_BYTES = 56;
+export const POINTER_BYTES = 8;
+export const MAP_ENTRY_BYTES = 40;
+
+export interface IndexRow {
+  chunkId: string;
+  documentId: string;
+  projectKey: string;
+  vector: Float32Array;
+}
+
+/** A vector index's rows as plain arrays, for a snapshot (index-snapshots.ts). */
+export interface VectorState {
+  dims: number;
+  count: number;
+  /** Chunk id per row, '' for a deleted row. */
+  ids: string[];
+  /** Document and project key numbers per row, and the ids and keys they stand for. */
+  documentOf: Int32Array;
+  projectOf: Int32Array;
+  documentIds: string[];
+  projectKeys: string[];
+  floats: Float32Array;
+  scales: Float32Array;
+  int8: Int8Array;
+  /** The graph's keys, when the index has a graph. */
+  graph?: GraphState;
+}
