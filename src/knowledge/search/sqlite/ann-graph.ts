@@ -12,7 +12,18 @@
  * are in the snapshot's header, with the keys and `covered`; a graph file that does not match is
  * rebuilt from the rows, never trusted.
  */
-import { Index, MetricKind, ScalarKind } from 'usearch';
+import { createRequire } from 'node:module';
+import type { Index } from 'usearch';
+
+/**
+ * usearch (a native module) is loaded when the first graph is made, so a server with the graph
+ * off (`SEARCH_ANN_MIN_VECTORS` -1, the default) never loads it.
+ */
+let usearch: typeof import('usearch') | undefined;
+function loadUsearch(): typeof import('usearch') {
+  usearch ??= createRequire(import.meta.url)('usearch') as typeof import('usearch');
+  return usearch;
+}
 
 /**
  * HNSW links per node and the candidate lists of a build and a search. Embeddings crowd in a
@@ -38,6 +49,7 @@ export interface GraphState {
 }
 
 function newIndex(dims: number): Index {
+  const { Index, MetricKind, ScalarKind } = loadUsearch();
   return new Index({
     dimensions: dims,
     metric: MetricKind.Cos,
