@@ -15,14 +15,14 @@
  *
  * Progress goes to stderr; the results to stdout. Run `npm run build` first (the script does).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadParaphrase } from './retrieval/paraphrase.js';
 import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
 import { startPostgres } from './retrieval/postgres.js';
-import { SCIFACT_DIR } from './retrieval/sets.js';
+import { scifactAbstracts, type ScifactAbstract as Doc } from './retrieval/sets.js';
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
 import { startBenchServer, stopServerProcess } from './server-process.js';
 
@@ -43,23 +43,6 @@ const PREFIX = '/api/v1';
 const auth = { authorization: `Bearer ${KEY}` };
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const round = (n: number, d = 1) => Number(n.toFixed(d));
-
-interface Doc {
-  name: string;
-  text: string;
-}
-
-function abstracts(limit: number): Doc[] {
-  const lines = readFileSync(join(SCIFACT_DIR, 'corpus.jsonl'), 'utf8').split('\n');
-  const out: Doc[] = [];
-  for (const line of lines) {
-    if (out.length >= limit) break;
-    if (line.trim() === '') continue;
-    const row = JSON.parse(line) as { _id: string; title: string; text: string };
-    out.push({ name: `${row._id}.md`, text: `# ${row.title}\n\n${row.text}\n` });
-  }
-  return out;
-}
 
 async function api<T>(base: string, path: string, init: RequestInit = {}): Promise<T> {
   const res = await fetch(`${base}${PREFIX}${path}`, {
@@ -160,7 +143,7 @@ async function main() {
     ...(before === undefined ? [] : [{ label: 'before', cli: resolve(before) }]),
     { label: 'after', cli: resolve(values.cli) },
   ];
-  const docs = abstracts(Number(values.docs));
+  const docs = scifactAbstracts(Number(values.docs));
   const generator = new SentenceGenerator(
     loadParaphrase().docs.map((d) => d.markdown),
     rng(42),

@@ -17,7 +17,7 @@
  *     rest (Linux /proc). Run `npm run build` first (the script does).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -26,7 +26,7 @@ import { bundledConverterPath, loadCommands } from '../src/knowledge/converting/
 import { createPooledConverter } from '../src/knowledge/converting/pooled.js';
 import { runConverter } from '../src/knowledge/converting/runner.js';
 import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
-import { SCIFACT_DIR } from './retrieval/sets.js';
+import { scifactAbstracts, type ScifactAbstract as Abstract } from './retrieval/sets.js';
 import {
   processCpu,
   startBenchServer,
@@ -114,23 +114,6 @@ async function overhead(n: number) {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-interface Abstract {
-  name: string;
-  text: string;
-}
-
-function abstracts(limit: number): Abstract[] {
-  const lines = readFileSync(join(SCIFACT_DIR, 'corpus.jsonl'), 'utf8').split('\n');
-  const out: Abstract[] = [];
-  for (const line of lines) {
-    if (out.length >= limit) break;
-    if (line.trim() === '') continue;
-    const row = JSON.parse(line) as { _id: string; title: string; text: string };
-    out.push({ name: `${row._id}.md`, text: `# ${row.title}\n\n${row.text}\n` });
-  }
-  return out;
 }
 
 const auth = { authorization: `Bearer ${KEY}` };
@@ -323,7 +306,7 @@ async function main() {
   console.log(`  one idle worker: ${round(a.rss / 1024 / 1024)} MiB resident`);
 
   const concurrency = Number(values.concurrency);
-  const docs = abstracts(Number(values.docs));
+  const docs = scifactAbstracts(Number(values.docs));
   log(`(b) ${docs.length} SciFact abstracts, concurrency ${concurrency}, pooled converter`);
   const b = await http(docs, concurrency, {});
   const rate = (s: number, count = docs.length) => round(count / s);

@@ -96,3 +96,22 @@ export function paraphraseSet(set: ParaphraseSet = loadParaphrase(), limit?: num
     keyOf: (hit) => PASSAGE_ID.exec(hit.sectionPath)?.[0] ?? `chunk:${hit.id}`,
   };
 }
+
+/** A SciFact abstract as a markdown file to upload. */
+export interface ScifactAbstract {
+  name: string;
+  text: string;
+}
+
+/** The first `limit` SciFact abstracts as markdown files (`# title`, then the text), for ingest benches. */
+export function scifactAbstracts(limit: number): ScifactAbstract[] {
+  const lines = readFileSync(join(SCIFACT_DIR, 'corpus.jsonl'), 'utf8').split('\n');
+  const out: ScifactAbstract[] = [];
+  for (const line of lines) {
+    if (out.length >= limit) break;
+    if (line.trim() === '') continue;
+    const row = JSON.parse(line) as { _id: string; title: string; text: string };
+    out.push({ name: `${row._id}.md`, text: `# ${row.title}\n\n${row.text}\n` });
+  }
+  return out;
+}

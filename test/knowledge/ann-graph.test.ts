@@ -17,6 +17,7 @@ import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { VectorIndex, type IndexRow } from '../../src/knowledge/search/sqlite/vector-index.js';
 import { tempDir } from '../helpers.js';
+import { insertIndexingDocument } from './helpers.js';
 
 const DIMS = 24;
 const random = seededRandom(7);
@@ -176,17 +177,7 @@ async function addDocument(
   store: SqliteChunkStore,
   rows: IndexRow[],
 ) {
-  const id = randomUUID();
-  const token = randomUUID();
-  const now = new Date().toISOString();
-  entry.database.native
-    .prepare(
-      `insert into knowledge_documents (id, name, file_type, mime_type, source, project_id,
-         project_key, version, status, checksum, size_bytes, file_path, index_token, created_at,
-         updated_at)
-       values (?, ?, 'md', 'text/markdown', 'upload', null, '', 0, 'indexing', ?, 0, ?, ?, ?, ?)`,
-    )
-    .run(id, `${id}.md`, id, id, token, now, now);
+  const { id, token } = insertIndexingDocument(entry.database.native);
   const outcome = await store.commitIndex({
     documentId: id,
     indexToken: token,

@@ -1,7 +1,8 @@
 import type { AppContext } from '../../src/context.js';
+import type { SqliteDatabase } from '../../src/db/database.js';
 import { sql } from 'kysely';
 /** Helpers for knowledge HTTP tests: multipart bodies built by hand, upload/index shortcuts. */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
@@ -261,4 +262,26 @@ export async function indexRowCount(ctx: AppContext, documentId: string): Promis
 export async function storedFileExists(t: TestApp, key: string): Promise<boolean> {
   const slash = key.lastIndexOf('/');
   return (await t.ctx.knowledge.storage.list(key.slice(0, slash))).includes(key.slice(slash + 1));
+}
+
+/**
+ * Inserts a document row in state `indexing` straight into a SQLite database (for tests that
+ * drive a chunk store's `commitIndex` without the HTTP layer); returns its id and index token.
+ */
+export function insertIndexingDocument(
+  native: SqliteDatabase['native'],
+  projectId: string | null = null,
+): { id: string; token: string } {
+  const id = randomUUID();
+  const token = randomUUID();
+  const now = new Date().toISOString();
+  native
+    .prepare(
+      `insert into knowledge_documents (id, name, file_type, mime_type, source, project_id,
+         project_key, version, status, checksum, size_bytes, file_path, index_token, created_at,
+         updated_at)
+       values (?, ?, 'md', 'text/markdown', 'upload', ?, ?, 0, 'indexing', ?, 0, ?, ?, ?, ?)`,
+    )
+    .run(id, `${id}.md`, projectId, projectId ?? '', id, id, token, now, now);
+  return { id, token };
 }

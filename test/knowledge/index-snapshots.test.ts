@@ -15,6 +15,7 @@ import { openSqlite } from '../../src/db/sqlite.js';
 import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
+import { insertIndexingDocument } from './helpers.js';
 
 const MODEL = 'test-model';
 const DIMS = 8;
@@ -67,17 +68,7 @@ async function addDocument(
   n: number,
   projectId: string | null = null,
 ): Promise<string> {
-  const id = randomUUID();
-  const token = randomUUID();
-  const now = new Date().toISOString();
-  entry.database.native
-    .prepare(
-      `insert into knowledge_documents (id, name, file_type, mime_type, source, project_id,
-         project_key, version, status, checksum, size_bytes, file_path, index_token, created_at,
-         updated_at)
-       values (?, ?, 'md', 'text/markdown', 'upload', ?, ?, 0, 'indexing', ?, 0, ?, ?, ?, ?)`,
-    )
-    .run(id, `${id}.md`, projectId, projectId ?? '', id, id, token, now, now);
+  const { id, token } = insertIndexingDocument(entry.database.native, projectId);
   const chunks = Array.from({ length: n }, (_, i) => {
     const content = Array.from({ length: 6 + (i % 5) }, pick).join(' ');
     return {
