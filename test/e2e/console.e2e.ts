@@ -6,22 +6,9 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  KEY,
-  launchBrowser,
-  openPage,
-  screenshots,
-  startServer,
-  tempDir,
-  type RunningServer,
-  type WatchedPage,
-} from './harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { KEY, screenshots, tempDir, useConsole } from './harness.js';
 
-let server: RunningServer;
-let browser: Browser;
-let w: WatchedPage;
 const files = tempDir();
 
 const AURORA = `# Auroras
@@ -52,24 +39,14 @@ beforeAll(async () => {
   mkdirSync(files, { recursive: true });
   writeFileSync(join(files, 'aurora.md'), AURORA);
   writeFileSync(join(files, 'tides.md'), TIDES);
-  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
-  w = await openPage(browser, server.url);
 });
 
-afterAll(async () => {
-  await w.context.close();
-  await browser.close();
-  await server.stop();
-});
-
-afterEach(() => {
-  expect(w.errors).toEqual([]);
-});
+const t = useConsole();
 
 describe('console', () => {
   it('/ redirects to the console, served with a strict CSP', async () => {
-    const response = await w.page.goto('/');
-    expect(w.page.url()).toMatch(new RegExp(`^${server.url}/console/(#/.*)?$`));
+    const response = await t.w.page.goto('/');
+    expect(t.w.page.url()).toMatch(new RegExp(`^${t.server.url}/console/(#/.*)?$`));
     const csp = response?.headers()['content-security-policy'] ?? '';
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("frame-ancestors 'none'");
@@ -78,29 +55,29 @@ describe('console', () => {
 
   it('a wrong key shows the server’s message', async () => {
     // The browser logs the refused request itself.
-    const done = w.expectError(/status of 401 .*\/api\/v1\/auth\/token/);
-    await w.page.goto('/console/');
-    await screenshots(w.page, 'sign-in');
-    await w.page
+    const done = t.w.expectError(/status of 401 .*\/api\/v1\/auth\/token/);
+    await t.w.page.goto('/console/');
+    await screenshots(t.w.page, 'sign-in');
+    await t.w.page
       .getByLabel('API key', { exact: true })
       .fill('aps_not-a-real-key-000000000000000000');
-    await w.page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await t.w.page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect
-      .poll(() => w.page.getByRole('alert').textContent())
+      .poll(() => t.w.page.getByRole('alert').textContent())
       .toBe('The API key is invalid or revoked.');
-    expect(await w.page.evaluate(() => sessionStorage.getItem('aps.console.session'))).toBeNull();
+    expect(await t.w.page.evaluate(() => sessionStorage.getItem('aps.console.session'))).toBeNull();
     done();
   });
 
   it('signs in with the keyboard; keeps the JWT, never the key, in sessionStorage', async () => {
-    await w.page.goto('/console/');
-    await w.page.getByLabel('API key', { exact: true }).focus();
-    await w.page.keyboard.type(KEY);
-    await w.page.keyboard.press('Enter');
-    await w.page.getByRole('button', { name: 'Sign out', exact: true }).waitFor();
-    const session = await w.page.evaluate(() => sessionStorage.getItem('aps.console.session'));
+    await t.w.page.goto('/console/');
+    await t.w.page.getByLabel('API key', { exact: true }).focus();
+    await t.w.page.keyboard.type(KEY);
+    await t.w.page.keyboard.press('Enter');
+    await t.w.page.getByRole('button', { name: 'Sign out', exact: true }).waitFor();
+    const session = await t.w.page.evaluate(() => sessionStorage.getItem('aps.console.session'));
     expect(JSON.parse(session ?? '{}')).toMatchObject({ token: expect.stringMatching(/^eyJ/) });
-    const everything = await w.page.evaluate(() =>
+    const everything = await t.w.page.evaluate(() =>
       JSON.stringify([
         Object.entries(sessionStorage),
         Object.entries(localStorage),
@@ -108,75 +85,75 @@ describe('console', () => {
       ]),
     );
     expect(everything).not.toContain(KEY);
-    const nav = w.page.getByRole('navigation', { name: 'Main' });
+    const nav = t.w.page.getByRole('navigation', { name: 'Main' });
     for (const name of ['Documents', 'Search', 'API keys', 'System']) {
       await expect.poll(() => nav.getByRole('link', { name, exact: true }).count()).toBe(1);
     }
     // Keyboard: Tab reaches the Search link, Enter follows it.
-    await w.page.getByRole('link', { name: 'Documents', exact: true }).focus();
-    await w.page.keyboard.press('Tab');
-    await w.page.keyboard.press('Enter');
-    await w.page.getByRole('heading', { name: 'Search', level: 1 }).waitFor();
+    await t.w.page.getByRole('link', { name: 'Documents', exact: true }).focus();
+    await t.w.page.keyboard.press('Tab');
+    await t.w.page.keyboard.press('Enter');
+    await t.w.page.getByRole('heading', { name: 'Search', level: 1 }).waitFor();
   });
 
   it(
     'uploads two files with indexing and shows them reach `indexed` live',
     { timeout: 120_000 },
     async () => {
-      await w.page.getByRole('link', { name: 'Documents', exact: true }).click();
-      const checkbox = w.page.getByRole('checkbox', { name: 'Index after upload', exact: true });
+      await t.w.page.getByRole('link', { name: 'Documents', exact: true }).click();
+      const checkbox = t.w.page.getByRole('checkbox', { name: 'Index after upload', exact: true });
       expect(await checkbox.isChecked()).toBe(true);
       for (const name of ['Name', 'Status', 'Project', 'Chunks', 'Updated']) {
-        await w.page.getByRole('columnheader', { name, exact: true }).waitFor();
+        await t.w.page.getByRole('columnheader', { name, exact: true }).waitFor();
       }
-      await w.page.getByLabel('New project id', { exact: true }).fill('nature');
-      await w.page.getByRole('button', { name: 'Use project', exact: true }).click();
-      expect(await w.page.getByLabel('Project', { exact: true }).inputValue()).toBe('nature');
-      await w.page
+      await t.w.page.getByLabel('New project id', { exact: true }).fill('nature');
+      await t.w.page.getByRole('button', { name: 'Use project', exact: true }).click();
+      expect(await t.w.page.getByLabel('Project', { exact: true }).inputValue()).toBe('nature');
+      await t.w.page
         .getByLabel('Upload files', { exact: true })
         .setInputFiles([join(files, 'aurora.md'), join(files, 'tides.md')]);
       for (const name of ['aurora.md', 'tides.md']) {
-        const row = w.page.getByRole('row').filter({ has: w.page.getByRole('link', { name }) });
+        const row = t.w.page.getByRole('row').filter({ has: t.w.page.getByRole('link', { name }) });
         await expect
           .poll(() => row.getByRole('cell').nth(1).textContent(), { timeout: 90_000 })
           .toBe('indexed');
         expect(await row.getByRole('cell').nth(2).textContent()).toBe('nature');
         expect(Number(await row.getByRole('cell').nth(3).textContent())).toBeGreaterThan(0);
       }
-      await screenshots(w.page, 'documents');
+      await screenshots(t.w.page, 'documents');
     },
   );
 
   it('opens a document: metadata (editable), converter details, chunks by page, markdown', async () => {
-    await w.page.getByRole('link', { name: 'aurora.md', exact: true }).click();
-    await w.page.getByRole('heading', { name: 'aurora.md', level: 1 }).waitFor();
-    const chunks = w.page.locator('.chunk');
+    await t.w.page.getByRole('link', { name: 'aurora.md', exact: true }).click();
+    await t.w.page.getByRole('heading', { name: 'aurora.md', level: 1 }).waitFor();
+    const chunks = t.w.page.locator('.chunk');
     await expect.poll(() => chunks.count()).toBeGreaterThan(0);
     // Section trails with each chunk; the markdown rendered (headings are headings).
-    await w.page.getByText('Auroras › How they form').first().waitFor();
-    await w.page.locator('.markdown h2', { hasText: 'How they form' }).waitFor();
-    await w.page.getByText('Converter details (auto)').click();
-    await w.page.locator('pre', { hasText: '"chunkCount"' }).waitFor();
-    await screenshots(w.page, 'document');
+    await t.w.page.getByText('Auroras › How they form').first().waitFor();
+    await t.w.page.locator('.markdown h2', { hasText: 'How they form' }).waitFor();
+    await t.w.page.getByText('Converter details (auto)').click();
+    await t.w.page.locator('pre', { hasText: '"chunkCount"' }).waitFor();
+    await screenshots(t.w.page, 'document');
     // Edit the metadata and save; the API has it.
-    await w.page.getByLabel('Metadata (JSON)', { exact: true }).fill('{"topic": "sky"}');
-    await w.page.getByRole('button', { name: 'Save', exact: true }).click();
-    await w.page.getByText('Saved.').waitFor();
-    const id = /#\/documents\/([^/?#]+)/.exec(w.page.url())?.[1];
-    const res = await w.page.request.get(`${server.url}/api/v1/knowledge/documents/${id}`, {
+    await t.w.page.getByLabel('Metadata (JSON)', { exact: true }).fill('{"topic": "sky"}');
+    await t.w.page.getByRole('button', { name: 'Save', exact: true }).click();
+    await t.w.page.getByText('Saved.').waitFor();
+    const id = /#\/documents\/([^/?#]+)/.exec(t.w.page.url())?.[1];
+    const res = await t.w.page.request.get(`${t.server.url}/api/v1/knowledge/documents/${id}`, {
       headers: { 'x-api-key': KEY },
     });
     expect(((await res.json()) as { metadata: unknown }).metadata).toEqual({ topic: 'sky' });
   });
 
   it('searches: the right passage first, query words in <mark>, a citation to copy', async () => {
-    await w.page.getByRole('link', { name: 'Search', exact: true }).click();
-    await w.page.getByLabel('Query', { exact: true }).fill('charged particles solar wind');
-    await w.page.getByLabel('Mode', { exact: true }).selectOption('hybrid');
-    await w.page.getByLabel('Top K', { exact: true }).fill('5');
-    await w.page.getByLabel('Min score', { exact: true }).fill('0.1');
-    await w.page.getByRole('button', { name: 'Search', exact: true }).click();
-    const results = w.page.getByRole('list', { name: 'Results' });
+    await t.w.page.getByRole('link', { name: 'Search', exact: true }).click();
+    await t.w.page.getByLabel('Query', { exact: true }).fill('charged particles solar wind');
+    await t.w.page.getByLabel('Mode', { exact: true }).selectOption('hybrid');
+    await t.w.page.getByLabel('Top K', { exact: true }).fill('5');
+    await t.w.page.getByLabel('Min score', { exact: true }).fill('0.1');
+    await t.w.page.getByRole('button', { name: 'Search', exact: true }).click();
+    const results = t.w.page.getByRole('list', { name: 'Results' });
     const first = results.getByRole('listitem').first();
     await first.waitFor();
     expect(await first.getByRole('link').first().textContent()).toBe('aurora.md');
@@ -187,34 +164,34 @@ describe('console', () => {
     );
     await first.getByRole('button', { name: 'Copy citation', exact: true }).click();
     await first.getByText('Citation copied.').waitFor();
-    const copied = await w.page.evaluate(() => navigator.clipboard.readText());
+    const copied = await t.w.page.evaluate(() => navigator.clipboard.readText());
     expect(copied).toMatch(
       /^“.*charged particles of the solar wind.*” \(aurora\.md, § Auroras › How they form\)$/,
     );
-    await screenshots(w.page, 'search');
+    await screenshots(t.w.page, 'search');
     // The metadata filter (saved on the document above) keeps only aurora.md.
-    await w.page.getByLabel('Query', { exact: true }).fill('tides moon');
-    await w.page.getByLabel('Min score', { exact: true }).fill('');
-    await w.page.getByLabel('Metadata filter', { exact: true }).fill('{"topic": "sky"}');
-    await w.page.getByRole('button', { name: 'Search', exact: true }).click();
+    await t.w.page.getByLabel('Query', { exact: true }).fill('tides moon');
+    await t.w.page.getByLabel('Min score', { exact: true }).fill('');
+    await t.w.page.getByLabel('Metadata filter', { exact: true }).fill('{"topic": "sky"}');
+    await t.w.page.getByRole('button', { name: 'Search', exact: true }).click();
     await expect
       .poll(async () => [...new Set(await results.getByRole('link').allTextContents())])
       .toEqual(['aurora.md']);
     // A bad filter is refused with a message before anything is sent.
-    await w.page.getByLabel('Metadata filter', { exact: true }).fill('{not json');
-    await w.page.getByRole('button', { name: 'Search', exact: true }).click();
-    await w.page.getByRole('alert').getByText('The metadata filter is not valid JSON.').waitFor();
+    await t.w.page.getByLabel('Metadata filter', { exact: true }).fill('{not json');
+    await t.w.page.getByRole('button', { name: 'Search', exact: true }).click();
+    await t.w.page.getByRole('alert').getByText('The metadata filter is not valid JSON.').waitFor();
   });
 
   it('deletes a document after confirming in a dialog', async () => {
-    await w.page.getByRole('link', { name: 'Documents', exact: true }).click();
-    const row = w.page
+    await t.w.page.getByRole('link', { name: 'Documents', exact: true }).click();
+    const row = t.w.page
       .getByRole('row')
-      .filter({ has: w.page.getByRole('link', { name: 'tides.md' }) });
+      .filter({ has: t.w.page.getByRole('link', { name: 'tides.md' }) });
     await row.getByRole('button', { name: 'Delete', exact: true }).click();
-    const dialog = w.page.getByRole('dialog', { name: 'Delete tides.md?' });
+    const dialog = t.w.page.getByRole('dialog', { name: 'Delete tides.md?' });
     await dialog.waitFor();
-    await screenshots(w.page, 'delete-dialog');
+    await screenshots(t.w.page, 'delete-dialog');
     // Cancel keeps it; Delete in the dialog removes it.
     await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
     await dialog.waitFor({ state: 'hidden' });
@@ -222,7 +199,7 @@ describe('console', () => {
     await row.getByRole('button', { name: 'Delete', exact: true }).click();
     await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
     await row.waitFor({ state: 'detached' });
-    const response = await w.page.request.get(`${server.url}/api/v1/knowledge/documents`, {
+    const response = await t.w.page.request.get(`${t.server.url}/api/v1/knowledge/documents`, {
       headers: { 'x-api-key': KEY },
     });
     const names = ((await response.json()) as { items: { name: string }[] }).items.map(
@@ -232,20 +209,20 @@ describe('console', () => {
   });
 
   it('creates a key (shown once, with Copy), rotates it and revokes the new one', async () => {
-    await w.page.getByRole('link', { name: 'API keys', exact: true }).click();
-    await w.page.getByLabel('Name', { exact: true }).fill('ci robot');
-    await w.page.getByLabel('Level', { exact: true }).selectOption('L2');
-    await w.page.getByRole('button', { name: 'Create key', exact: true }).click();
-    const raw = w.page.getByLabel('New API key', { exact: true });
+    await t.w.page.getByRole('link', { name: 'API keys', exact: true }).click();
+    await t.w.page.getByLabel('Name', { exact: true }).fill('ci robot');
+    await t.w.page.getByLabel('Level', { exact: true }).selectOption('L2');
+    await t.w.page.getByRole('button', { name: 'Create key', exact: true }).click();
+    const raw = t.w.page.getByLabel('New API key', { exact: true });
     await raw.waitFor();
     const created = await raw.inputValue();
     expect(created).toMatch(/^aps_/);
-    await w.page.getByRole('button', { name: 'Copy', exact: true }).click();
-    expect(await w.page.evaluate(() => navigator.clipboard.readText())).toBe(created);
-    await screenshots(w.page, 'api-keys');
-    await w.page.getByRole('button', { name: 'Done', exact: true }).click();
+    await t.w.page.getByRole('button', { name: 'Copy', exact: true }).click();
+    expect(await t.w.page.evaluate(() => navigator.clipboard.readText())).toBe(created);
+    await screenshots(t.w.page, 'api-keys');
+    await t.w.page.getByRole('button', { name: 'Done', exact: true }).click();
     expect(await raw.count()).toBe(0);
-    const row = w.page
+    const row = t.w.page
       .getByRole('row')
       .filter({ hasText: 'ci robot' })
       .filter({ hasText: 'active' });
@@ -255,14 +232,14 @@ describe('console', () => {
     expect(rotated).not.toBe(created);
     await expect.poll(() => row.count()).toBe(1);
     await row.getByRole('button', { name: 'Revoke', exact: true }).click();
-    await w.page
+    await t.w.page
       .getByRole('dialog', { name: 'Revoke ci robot?' })
       .getByRole('button', { name: 'Revoke', exact: true })
       .click();
     await expect.poll(() => row.count()).toBe(0);
     // Both keys are refused by the API now.
     for (const key of [created, rotated]) {
-      const res = await w.page.request.get(`${server.url}/api/v1/knowledge/documents`, {
+      const res = await t.w.page.request.get(`${t.server.url}/api/v1/knowledge/documents`, {
         headers: { 'x-api-key': key },
       });
       expect(res.status()).toBe(401);
@@ -270,23 +247,23 @@ describe('console', () => {
   });
 
   it('shows the system: health, converter, embedding model, counts', async () => {
-    await w.page.getByRole('link', { name: 'System', exact: true }).click();
-    const health = w.page.getByRole('region', { name: 'Health' });
+    await t.w.page.getByRole('link', { name: 'System', exact: true }).click();
+    const health = t.w.page.getByRole('region', { name: 'Health' });
     await health.getByText('normal').waitFor();
-    await w.page.getByRole('region', { name: 'Converter' }).getByText('auto').first().waitFor();
-    const knowledge = w.page.getByRole('region', { name: 'Knowledge' });
+    await t.w.page.getByRole('region', { name: 'Converter' }).getByText('auto').first().waitFor();
+    const knowledge = t.w.page.getByRole('region', { name: 'Knowledge' });
     await knowledge.getByText(/1 \(1 indexed/).waitFor();
     expect(await knowledge.textContent()).toMatch(/Embedding model\s*\S+/);
-    await w.page.getByRole('cell', { name: 'knowledgeIndex', exact: true }).waitFor();
-    await screenshots(w.page, 'system');
-    expect(await w.page.locator('.banner').count()).toBe(0);
+    await t.w.page.getByRole('cell', { name: 'knowledgeIndex', exact: true }).waitFor();
+    await screenshots(t.w.page, 'system');
+    expect(await t.w.page.locator('.banner').count()).toBe(0);
   });
 
   it('Sign out forgets the token', async () => {
-    await w.page.getByRole('button', { name: 'Sign out', exact: true }).click();
-    await w.page.getByLabel('API key', { exact: true }).waitFor();
-    expect(await w.page.evaluate(() => sessionStorage.getItem('aps.console.session'))).toBeNull();
-    await w.page.reload();
-    await w.page.getByLabel('API key', { exact: true }).waitFor();
+    await t.w.page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await t.w.page.getByLabel('API key', { exact: true }).waitFor();
+    expect(await t.w.page.evaluate(() => sessionStorage.getItem('aps.console.session'))).toBeNull();
+    await t.w.page.reload();
+    await t.w.page.getByLabel('API key', { exact: true }).waitFor();
   });
 });

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 /** The static model's cache the other tests share (test/helpers.ts: not imported, it loads the server). */
@@ -190,4 +191,35 @@ export async function signIn(page: Page, key = KEY): Promise<void> {
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+/** A test file's console: the server and the watched page on it (set once its tests run). */
+export interface ConsoleUnderTest {
+  server: RunningServer;
+  w: WatchedPage;
+}
+
+/**
+ * Registers a test file's hooks: before its tests, the server `start` gives (by default a fresh
+ * one) and a browser page on it; after each test, no page error; after them all, everything
+ * closed. The returned object holds the server and the page by the time the tests run.
+ */
+export function useConsole(
+  start: () => Promise<RunningServer> = () => startServer(),
+): ConsoleUnderTest {
+  const t = {} as ConsoleUnderTest;
+  let browser: Browser;
+  beforeAll(async () => {
+    [t.server, browser] = await Promise.all([start(), launchBrowser()]);
+    t.w = await openPage(browser, t.server.url);
+  });
+  afterAll(async () => {
+    await t.w.context.close();
+    await browser.close();
+    await t.server.stop();
+  });
+  afterEach(() => {
+    expect(t.w.errors).toEqual([]);
+  });
+  return t;
 }
