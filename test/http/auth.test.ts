@@ -35,6 +35,15 @@ async function createKey(level: 'L0' | 'L1' | 'L2', name = `k-${level}`) {
   return res.json<{ id: string; apiKey: string; level: string }>();
 }
 
+/** `POST /auth/api-keys/revoke|rotate {id}` as the bootstrap L0 key. */
+const keyAction = (action: 'revoke' | 'rotate', id: string) =>
+  t.app.inject({
+    method: 'POST',
+    url: url(`/auth/api-keys/${action}`),
+    headers: bearer(t.key),
+    payload: { id },
+  });
+
 const listKeys = (headers: Record<string, string>) =>
   t.app.inject({ method: 'GET', url: url('/auth/api-keys'), headers });
 
@@ -147,12 +156,7 @@ describe('POST /auth/token', () => {
     const other = await createKey('L0');
     const jwt = (await token(other.apiKey)).json<{ token: string }>().token;
     expect((await listKeys(bearer(jwt))).statusCode).toBe(200);
-    const revoke = await t.app.inject({
-      method: 'POST',
-      url: url('/auth/api-keys/revoke'),
-      headers: bearer(t.key),
-      payload: { id: other.id },
-    });
+    const revoke = await keyAction('revoke', other.id);
     expect(revoke.statusCode).toBe(200);
     expect((await token(other.apiKey)).json()).toMatchObject({
       statusCode: 401,
@@ -173,12 +177,7 @@ describe('POST /auth/token', () => {
       expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(200);
       expect((await listKeys(bearer(jwt))).statusCode).toBe(200);
     }
-    const rotated = await t.app.inject({
-      method: 'POST',
-      url: url('/auth/api-keys/rotate'),
-      headers: bearer(t.key),
-      payload: { id: other.id },
-    });
+    const rotated = await keyAction('rotate', other.id);
     expect(rotated.statusCode).toBe(201);
     expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(401);
     expect((await listKeys(bearer(jwt))).statusCode).toBe(401);
@@ -256,12 +255,7 @@ describe('POST /auth/token', () => {
       statusCode: 401,
       code: 'AUTH_UNAUTHORIZED',
     });
-    const revoke = await t.app.inject({
-      method: 'POST',
-      url: url('/auth/api-keys/revoke'),
-      headers: bearer(t.key),
-      payload: { id: other.id },
-    });
+    const revoke = await keyAction('revoke', other.id);
     expect(revoke.statusCode).toBe(200);
     expect((await refresh(bearer(body.token))).json()).toMatchObject({
       statusCode: 401,
@@ -418,12 +412,7 @@ describe('API key lifecycle', () => {
     expect(text).not.toContain(created.apiKey);
     expect(text).not.toMatch(/key_hash|keyHash|apiKey/);
 
-    const rotated = await t.app.inject({
-      method: 'POST',
-      url: url('/auth/api-keys/rotate'),
-      headers: bearer(t.key),
-      payload: { id: created.id },
-    });
+    const rotated = await keyAction('rotate', created.id);
     expect(rotated.statusCode).toBe(201);
     const fresh = rotated.json<{
       id: string;
@@ -435,20 +424,10 @@ describe('API key lifecycle', () => {
     expect(fresh).toMatchObject({ level: 'L1', name: 'worker', rotatedFrom: created.id });
     expect((await token(created.apiKey)).statusCode).toBe(401);
     expect((await token(fresh.apiKey)).statusCode).toBe(200);
-    const again = await t.app.inject({
-      method: 'POST',
-      url: url('/auth/api-keys/rotate'),
-      headers: bearer(t.key),
-      payload: { id: created.id },
-    });
+    const again = await keyAction('rotate', created.id);
     expect(again.json()).toMatchObject({ statusCode: 409, code: 'AUTH_API_KEY_REVOKED' });
 
-    const revoked = await t.app.inject({
-      method: 'POST',
-      url: url('/auth/api-keys/revoke'),
-      headers: bearer(t.key),
-      payload: { id: fresh.id },
-    });
+    const revoked = await keyAction('revoke', fresh.id);
     expect(revoked.json()).toMatchObject({ id: fresh.id, revokedAt: expect.any(String) });
 
     const audit = await t.ctx.database.db
@@ -491,12 +470,7 @@ describe('API key lifecycle', () => {
 
   it('refuses to revoke the last active L0 key', async () => {
     const [admin] = await t.ctx.apiKeys.list();
-    const res = await t.app.inject({
-      method: 'POST',
-      url: url('/auth/api-keys/revoke'),
-      headers: bearer(t.key),
-      payload: { id: admin!.id },
-    });
+    const res = await keyAction('revoke', admin!.id);
     expect(res.json()).toMatchObject({ statusCode: 409, code: 'CONFLICT' });
   });
 });
