@@ -21,10 +21,19 @@ import { formatValidationErrors, registerErrorHandling } from './http/errors.js'
 import { registerLoadShedding } from './http/load-shedding.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { RequestLog } from './http/request-log.js';
+import { LazySchemas } from './http/lazy-schemas.js';
 import { validationOptions } from './http/validation.js';
 import './http/route-config.js';
 
+const lazySchemas = new WeakMap<FastifyInstance, LazySchemas>();
+
+/** Compiles the route schemas an app has not compiled yet (tests; `listen` does it too). */
+export function compileRouteSchemas(app: FastifyInstance): Promise<void> {
+  return lazySchemas.get(app)?.compileAll() ?? Promise.resolve();
+}
+
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const schemas = new LazySchemas();
   const app = Fastify({
     loggerInstance: ctx.log,
     logController: new RequestLog(),
@@ -43,8 +52,24 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     keepAliveTimeout: ctx.config.http.keepAliveTimeoutMs,
     clientErrorHandler: handleClientError,
     frameworkErrors: handleFrameworkError,
-    ...validationOptions,
+    ...validationOptions(schemas),
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Route schemas compile at first use; the rest once the socket is open (http/lazy-schemas.ts).
+  app.addHook('onListen', (done) => {
+    schemas.compileAll().then(
+      () => {
+        app.log.debug('route schemas compiled');
+      },
+      (error: unknown) => {
+        app.log.error({ err: error }, 'a route schema does not compile');
+      },
+    );
+    done();
+  });
+  app.addHook('onClose', (_instance, done) => {
+    schemas.clear();
+    done();
+  });
 
   let closing = false;
   app.addHook('preClose', () => {
@@ -122,5 +147,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     { prefix: ctx.config.apiPrefix },
   );
+  lazySchemas.set(app, schemas);
   return app;
 }

@@ -5,16 +5,32 @@
  * optional SSE stream and session end) answer 405, as the MCP specification allows.
  */
 import { createRequire } from 'node:module';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { toErrorBody } from '../http/errors.js';
 import { AUTHENTICATED_ERRORS, errorResponses } from '../http/schemas.js';
 import { forwardedHeaders, injectTransport } from './inject-transport.js';
 import { KnowledgeApi } from './knowledge-api.js';
-import { createMcpServer } from './server.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+
+/**
+ * The MCP SDK (with zod, hono and their ~200 modules) is loaded at the first MCP request, not at
+ * start-up: a server that is never asked over MCP never pays for it.
+ */
+let sdk:
+  | Promise<
+      [
+        typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+        typeof import('./server.js'),
+      ]
+    >
+  | undefined;
+const loadSdk = () =>
+  (sdk ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('./server.js'),
+  ]));
 
 export const mcpRoutes: FastifyPluginAsyncTypebox<{
   apiPrefix: string;
@@ -43,6 +59,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (request, reply) => {
+      const [{ StreamableHTTPServerTransport }, { createMcpServer }] = await loadSdk();
       const api = new KnowledgeApi(
         injectTransport(app, `${apiPrefix}/knowledge`, forwardedHeaders(request)),
       );

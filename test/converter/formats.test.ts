@@ -1,7 +1,8 @@
 /** The pure format converters: no processes, no files. */
 import { describe, expect, it } from 'vitest';
 import { csvToMarkdown, sniffDelimiter } from '../../src/converter/formats/csv.js';
-import { htmlToMarkdown, looksLikeHtml } from '../../src/converter/formats/html.js';
+import { htmlToMarkdown } from '../../src/converter/formats/html.js';
+import { looksLikeHtml } from '../../src/converter/formats/detect.js';
 import { convertText } from '../../src/converter/formats/index.js';
 import { jsonLinesToMarkdown, jsonToMarkdown } from '../../src/converter/formats/json.js';
 import { escapeCell, fenced, renderTables } from '../../src/converter/formats/markdown.js';

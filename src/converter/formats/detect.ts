@@ -20,7 +20,6 @@
 import { extname } from 'node:path';
 import { fileTypeFromBuffer, fileTypeFromFile } from 'file-type';
 import { BINARY_FORMATS, isBinaryFormat } from './binary.js';
-import { looksLikeHtml } from './html.js';
 import { decodeText, looksBinary } from './text.js';
 
 export type TextFormat = 'text' | 'markdown' | 'html' | 'csv' | 'tsv' | 'json' | 'jsonl';
@@ -181,4 +180,13 @@ export async function sniffHead(head: Uint8Array): Promise<Signature | undefined
 /** The line the CLI prints for an unsupported file, e.g. `image/png (PNG image)`. */
 export function describeUnsupported(detection: Detection & { kind: 'unsupported' }): string {
   return `${detection.mime} (${detection.description})`;
+}
+
+/** Whether text starts like an HTML document (after a BOM, whitespace, comments, `<?xml …?>`). */
+export function looksLikeHtml(text: string): boolean {
+  const start = text
+    .slice(0, 4096)
+    .replace(/^\uFEFF/, '')
+    .replace(/^(?:\s+|<!--[\s\S]*?-->|<\?xml[^>]*>)*/i, '');
+  return /^<!doctype\s+html[\s>]/i.test(start) || /^<html[\s>]/i.test(start);
 }

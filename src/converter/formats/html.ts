@@ -223,12 +223,3 @@ export function htmlToMarkdown(html: string, maxDepth = MAX_HTML_DEPTH): Convers
         ];
   return { markdown: markdown === '' ? '' : `${markdown}\n`, warnings };
 }
-
-/** Whether text starts like an HTML document (after a BOM, whitespace, comments, `<?xml …?>`). */
-export function looksLikeHtml(text: string): boolean {
-  const start = text
-    .slice(0, 4096)
-    .replace(/^\uFEFF/, '')
-    .replace(/^(?:\s+|<!--[\s\S]*?-->|<\?xml[^>]*>)*/i, '');
-  return /^<!doctype\s+html[\s>]/i.test(start) || /^<html[\s>]/i.test(start);
-}
