@@ -27,7 +27,7 @@ import './http/route-config.js';
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log,
-    logController: new RequestLog(),
+    logController: new RequestLog(ctx.log),
     bodyLimit: ctx.config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => {

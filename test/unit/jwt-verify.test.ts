@@ -162,7 +162,12 @@ describe('TokenService.verify with its cache of verified tokens', () => {
     const tokens = new TokenService(SECRET, 60, apiKeys);
     vi.useFakeTimers({ now: Date.now(), toFake: ['Date'] });
     try {
-      const principal = { apiKeyId: 'key-2', level: 'L2', subject: 'agent-2', method: 'jwt' };
+      const principal = {
+        apiKeyId: 'key-2',
+        level: 'L2',
+        subject: 'agent-2',
+        method: 'jwt' as const,
+      };
       const { token } = await tokens.refresh({ ...principal, level: 'L2' });
       expect(tokens.verifyCached(token)).toBeUndefined(); // never verified yet
       await tokens.verify(token);
