@@ -36,7 +36,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const schemas = new LazySchemas();
   const app = Fastify({
     loggerInstance: ctx.log,
-    logController: new RequestLog(),
+    logController: new RequestLog(ctx.log),
     bodyLimit: ctx.config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => {

@@ -29,6 +29,15 @@ export interface Principal {
   method: 'api_key' | 'jwt';
 }
 
+/** The principal a verified key row authenticates (frozen: cached entries share it). */
+export function principalOf(
+  row: ApiKeyRow,
+  subject: string,
+  method: Principal['method'],
+): Principal {
+  return Object.freeze({ apiKeyId: row.id, level: row.level, subject, method });
+}
+
 function toRecord(row: ApiKeyRow): ApiKeyRecord {
   return {
     id: row.id,
@@ -58,6 +67,11 @@ interface CachedKey {
   generation: number;
 }
 
+/** A raw key verified before: its row, generation, and the principal it authenticates. */
+interface CachedRawKey extends CachedKey {
+  principal: Principal;
+}
+
 export class ApiKeyService {
   /** Active keys by hash and by id, valid while the revocation generation is unchanged. */
   private readonly byHash = new Map<string, CachedKey>();
@@ -66,7 +80,7 @@ export class ApiKeyService {
    * Raw keys verified before, by their SHA-256: a one-shot digest costs a fraction of the keyed
    * hash, which is then computed only on a miss (the raw key itself is never kept).
    */
-  private readonly byDigest = new Map<string, CachedKey>();
+  private readonly byDigest = new Map<string, CachedRawKey>();
 
   constructor(
     private readonly repo: ApiKeyRepository,
@@ -218,21 +232,43 @@ export class ApiKeyService {
     return rotated;
   }
 
+  /**
+   * The principal of a raw key verified before, found synchronously by its SHA-256 while the
+   * revocation generation is the one it was verified under and no `last_used_at` write is due;
+   * undefined otherwise (then `verify()` decides). The guard's path for a known key: no promise.
+   */
+  verifyCached(rawKey: string): Principal | undefined {
+    if (rawKey.length === 0 || rawKey.length > 512) return undefined;
+    const generation = this.revocations.current();
+    if (generation === null) return undefined;
+    const hit = this.byDigest.get(sha256(rawKey));
+    if (hit === undefined || hit.generation !== generation || this.touchDue(hit.row))
+      return undefined;
+    return hit.principal;
+  }
+
   /** Checks a raw key in constant time against its stored keyed hash; null if unknown or revoked. */
   async verify(rawKey: string): Promise<Principal | null> {
     if (rawKey.length === 0 || rawKey.length > 512) return null;
     const digest = sha256(rawKey);
     const generation = this.revocations.current();
     const hit = generation === null ? undefined : this.byDigest.get(digest);
-    let row = hit !== undefined && hit.generation === generation ? hit.row : undefined;
-    if (row === undefined) {
-      const hash = hashApiKey(rawKey, this.salt);
-      row = await this.activeRow(this.byHash, hash, () => this.repo.findByHash(hash));
-      if (row === undefined || !hashesEqual(row.key_hash, hash)) return null;
-      if (generation !== null) this.byDigest.set(digest, { row, generation });
+    if (hit !== undefined && hit.generation === generation) {
+      await this.touch(hit.row);
+      return hit.principal;
     }
+    const hash = hashApiKey(rawKey, this.salt);
+    const row = await this.activeRow(this.byHash, hash, () => this.repo.findByHash(hash));
+    if (row === undefined || !hashesEqual(row.key_hash, hash)) return null;
+    const principal = principalOf(row, row.id, 'api_key');
+    if (generation !== null) this.byDigest.set(digest, { row, generation, principal });
     await this.touch(row);
-    return { apiKeyId: row.id, level: row.level, subject: row.id, method: 'api_key' };
+    return principal;
+  }
+
+  /** The revocation generation now (null: nothing cached may be trusted); see revocations.ts. */
+  generation(): number | null {
+    return this.revocations.current();
   }
 
   /** The key behind a JWT, if it still exists and is not revoked. */
@@ -243,11 +279,17 @@ export class ApiKeyService {
     return row;
   }
 
+  /** Whether using this key now must write its `last_used_at` (at most once a minute). */
+  touchDue(row: ApiKeyRow): boolean {
+    if (this.isReadOnly()) return false;
+    return (
+      row.last_used_at === null || Date.now() - Date.parse(row.last_used_at) >= TOUCH_INTERVAL_MS
+    );
+  }
+
   private async touch(row: ApiKeyRow): Promise<void> {
-    if (this.isReadOnly()) return;
-    const now = Date.now();
-    if (row.last_used_at !== null && now - Date.parse(row.last_used_at) < TOUCH_INTERVAL_MS) return;
-    const at = new Date(now).toISOString();
+    if (!this.touchDue(row)) return;
+    const at = new Date().toISOString();
     await this.repo.touch(row.id, at);
     // The cached row too (the same object): the next minute's requests write nothing.
     row.last_used_at = at;

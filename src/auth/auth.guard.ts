@@ -4,6 +4,7 @@
  * authenticated and its level checked. The authenticated principal is `request.principal`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AgentLevel } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import '../http/route-config.js';
 import { looksLikeJwt } from './api-key.js';
@@ -80,18 +81,56 @@ export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
     }
   });
   app.decorateRequest('principal', null);
-  app.addHook('onRequest', async (request) => {
+  // A callback hook: a known credential (the usual case) is admitted without a promise.
+  app.addHook('onRequest', (request, _reply, done) => {
     const { access, mutates } = request.routeOptions.config;
-    if (mutates === true && deps.isReadOnly()) throw new AppError('READ_ONLY_MODE');
-    if (access === 'public') return;
-    const required = access ?? 'L0'; // fail closed
-    const principal = await authenticate(deps, credentialsOf(request));
-    if (!levelSatisfies(principal.level, required)) {
-      throw new AppError(
-        'AUTH_FORBIDDEN',
-        `This route needs level ${required}; your key is ${principal.level}.`,
-      );
+    if (mutates === true && deps.isReadOnly()) {
+      done(new AppError('READ_ONLY_MODE'));
+      return;
     }
-    request.principal = principal;
+    if (access === 'public') {
+      done();
+      return;
+    }
+    const required = access ?? 'L0'; // fail closed
+    const credentials = credentialsOf(request);
+    // Only the first credential may answer from the cache: it is the one authenticate() tries first.
+    const first = credentials[0];
+    const known = typeof first === 'string' ? cachedPrincipal(deps, first) : undefined;
+    if (known !== undefined) {
+      done(admit(request, known, required));
+      return;
+    }
+    authenticate(deps, credentials).then(
+      (principal) => {
+        done(admit(request, principal, required));
+      },
+      (error: unknown) => {
+        done(error as Error);
+      },
+    );
   });
+}
+
+/** The principal of a credential verified before and still valid, found without a promise. */
+function cachedPrincipal(deps: GuardDeps, credential: string): Principal | undefined {
+  return looksLikeJwt(credential)
+    ? deps.tokens.verifyCached(credential)
+    : deps.apiKeys.verifyCached(credential);
+}
+
+/** Sets the request's principal if its level suffices; else the 403 to answer. */
+function admit(
+  request: FastifyRequest,
+  principal: Principal,
+  required: AgentLevel,
+): undefined | AppError {
+  if (!levelSatisfies(principal.level, required)) {
+    return new AppError(
+      'AUTH_FORBIDDEN',
+      `This route needs level ${required}; your key is ${principal.level}.`,
+    );
+  }
+  request.principal = principal;
+  return undefined;
 }

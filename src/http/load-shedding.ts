@@ -52,6 +52,10 @@ export function registerLoadShedding(
     url.startsWith(options.prefix) &&
     (url.length === options.prefix.length || '/?#'.includes(url.charAt(options.prefix.length)));
 
+  const release = () => {
+    inFlight--;
+  };
+
   app.addHook('onRequest', (request, reply, done) => {
     if (!counted(request.url)) {
       done();
@@ -68,13 +72,9 @@ export function registerLoadShedding(
       return;
     }
     inFlight++;
-    let released = false;
-    // 'close' follows the end of every response and a client's disconnect alike: exactly once.
-    reply.raw.once('close', () => {
-      if (released) return;
-      released = true;
-      inFlight--;
-    });
+    // 'close' follows the end of every response and a client's disconnect alike: exactly once
+    // per response. One listener shared by all requests: no closure per request (issue 13).
+    reply.raw.on('close', release);
     // Admitted requests start in arrival order, a few milliseconds of them per turn of the event
     // loop: at once while this turn has budget and nobody waits, else in a later turn.
     if (mayStartNow()) done();

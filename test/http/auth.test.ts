@@ -1,6 +1,6 @@
 import { SignJWT, UnsecuredJWT, base64url } from 'jose';
 import { generateKeyPairSync } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApiKeyRepository } from '../../src/auth/api-key.repository.js';
 import { ApiKeyService } from '../../src/auth/api-key.service.js';
 import { openDatabase } from '../../src/db/database.js';
@@ -184,6 +184,32 @@ describe('POST /auth/token', () => {
     // The successor works at once too.
     const successor = rotated.json<{ apiKey: string }>().apiKey;
     expect((await listKeys(bearer(successor))).statusCode).toBe(200);
+  });
+
+  it('a known key or JWT is admitted from the cache (no full verification) until a revocation', async () => {
+    const other = await createKey('L0');
+    const jwt = (await token(other.apiKey)).json<{ token: string }>().token;
+    expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(200);
+    expect((await listKeys(bearer(jwt))).statusCode).toBe(200);
+    const keyVerify = vi.spyOn(t.ctx.apiKeys, 'verify');
+    const jwtVerify = vi.spyOn(t.ctx.tokens, 'verify');
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(200);
+        expect((await listKeys({ 'x-api-key': other.apiKey })).statusCode).toBe(200);
+        expect((await listKeys(bearer(jwt))).statusCode).toBe(200);
+      }
+      expect(keyVerify).not.toHaveBeenCalled();
+      expect(jwtVerify).not.toHaveBeenCalled();
+      expect((await keyAction('revoke', other.id)).statusCode).toBe(200);
+      expect((await listKeys(bearer(other.apiKey))).statusCode).toBe(401);
+      expect((await listKeys(bearer(jwt))).statusCode).toBe(401);
+      expect(keyVerify).toHaveBeenCalledWith(other.apiKey);
+      expect(jwtVerify).toHaveBeenCalledWith(jwt);
+    } finally {
+      keyVerify.mockRestore();
+      jwtVerify.mockRestore();
+    }
   });
 
   it('a key revoked by another process or instance stops here too (revocation generation)', async () => {

@@ -58,6 +58,21 @@ describe('a request line', () => {
     expect(t.logs.text).not.toContain(t.key);
   });
 
+  it('at LOG_LEVEL=warn and silent no request line is written', async () => {
+    for (const level of ['warn', 'silent']) {
+      t = await createTestApp({ env: { LOG_LEVEL: level } });
+      const res = await t.app.inject({
+        method: 'GET',
+        url: `${t.prefix}/knowledge/commands`,
+        headers: { authorization: `Bearer ${t.key}` },
+      });
+      expect(res.statusCode).toBe(200);
+      expect(t.logs.text).not.toContain('request completed');
+      await t.close();
+      t = undefined;
+    }
+  });
+
   it('at debug, the incoming line comes first', async () => {
     t = await createTestApp({ env: { LOG_LEVEL: 'debug' } });
     await t.app.inject({

@@ -111,6 +111,8 @@ describe('TokenService.verify with its cache of verified tokens', () => {
         asked.push(id);
         return Promise.resolve(active.has(id) ? ({ id, level: 'L1' } as ApiKeyRow) : null);
       },
+      generation: () => null, // nothing may be cached: verify() asks every time
+      touchDue: () => false,
     } as unknown as ApiKeyService;
     const tokens = new TokenService(SECRET, 60, apiKeys);
     vi.useFakeTimers({ now: Date.now(), toFake: ['Date'] });
@@ -144,6 +146,42 @@ describe('TokenService.verify with its cache of verified tokens', () => {
         code: 'AUTH_UNAUTHORIZED',
         message: 'The token has expired.',
       });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('verifyCached: one lookup while the revocation generation and the token hold; never after a revocation or expiry', async () => {
+    let generation = 7;
+    let touchDue = false;
+    const apiKeys = {
+      activeKey: (id: string) => Promise.resolve({ id, level: 'L2' } as ApiKeyRow),
+      generation: () => generation,
+      touchDue: () => touchDue,
+    } as unknown as ApiKeyService;
+    const tokens = new TokenService(SECRET, 60, apiKeys);
+    vi.useFakeTimers({ now: Date.now(), toFake: ['Date'] });
+    try {
+      const principal = {
+        apiKeyId: 'key-2',
+        level: 'L2',
+        subject: 'agent-2',
+        method: 'jwt' as const,
+      };
+      const { token } = await tokens.refresh({ ...principal, level: 'L2' });
+      expect(tokens.verifyCached(token)).toBeUndefined(); // never verified yet
+      await tokens.verify(token);
+      expect(tokens.verifyCached(token)).toEqual(principal);
+      expect(tokens.verifyCached(`${token.slice(0, -2)}AA`)).toBeUndefined();
+      touchDue = true; // last_used_at must be written: verify() does it
+      expect(tokens.verifyCached(token)).toBeUndefined();
+      touchDue = false;
+      generation = 8; // a key was revoked or rotated somewhere
+      expect(tokens.verifyCached(token)).toBeUndefined();
+      await tokens.verify(token);
+      expect(tokens.verifyCached(token)).toEqual(principal);
+      vi.setSystemTime(Date.now() + 61_000);
+      expect(tokens.verifyCached(token)).toBeUndefined();
     } finally {
       vi.useRealTimers();
     }
