@@ -15,7 +15,7 @@ import {
   sizeLevel,
   type HeadingStyles,
 } from './headings.js';
-import { median, readingOrder, topDown, type Line } from './lines.js';
+import { isDefinition, median, readingOrder, topDown, type Line } from './lines.js';
 import { extractTables } from './tables.js';
 import { combineAccents, escapeMarkup, keepsHyphen, vocabulary } from './text-fixes.js';
 import { outlineHeadings, type OutlineEntry } from './outline.js';
@@ -223,6 +223,7 @@ export function continues(prev: Line, line: Line, plain: (l: Line) => boolean): 
     plain(line) &&
     Math.abs(prev.size - line.size) <= 0.05 * Math.max(prev.size, line.size) &&
     !BULLET.test(line.text) &&
+    !isDefinition(line) &&
     (!/[.!?:]$/.test(prev.text) || /^\p{Ll}/u.test(line.text))
   );
 }
@@ -263,6 +264,7 @@ function endsParagraph(
     gap <= 0 ||
     gap > 1.3 * Math.max(leading, prev.size) ||
     BULLET.test(line.text) ||
+    isDefinition(line) ||
     // A heading's lines may be centred: its indents say nothing.
     (!heading && !BULLET.test(first.text) && line.x0 > prev.x0 + line.size) ||
     (para.length > 1 && /[.!?:]$/.test(prev.text) && prev.x1 < right - 3 * prev.size)
