@@ -1,7 +1,12 @@
 /** Issue 17's PDF rules on hand-made lines: outline headings, justified lines vs gutters. */
 import { describe, expect, it } from 'vitest';
 import { layoutPages } from '../../src/converter/formats/pdf/layout.js';
-import { toLines, type Line, type TextRun } from '../../src/converter/formats/pdf/lines.js';
+import {
+  readingOrder,
+  toLines,
+  type Line,
+  type TextRun,
+} from '../../src/converter/formats/pdf/lines.js';
 import { outlineHeadings, titleKey } from '../../src/converter/formats/pdf/outline.js';
 import {
   combineAccents,
@@ -26,6 +31,42 @@ const line = (text: string, y: number, size = 11, x0 = 72): Line => ({
 });
 
 describe('toLines', () => {
+  it("keeps a definition's flush-right category tag on its line, not in a column of tags", () => {
+    // Texinfo: `[Function]` at the right margin of each definition's first line, the arguments
+    // wrapped onto an indented line that ends well short of it; then the description.
+    const rows = [
+      [run('void f_update (struct ctx *ctx, size_t length,', 72, 700), run('[Function]', 474, 700)],
+      [run('const uint8_t *data)', 120, 687)],
+      [run('void f_digest (struct ctx *ctx, size_t length,', 72, 674), run('[Function]', 474, 674)],
+      [run('uint8_t *digest)', 120, 661)],
+      [run('void f_init (struct ctx *ctx)', 72, 648), run('[Function]', 474, 648)],
+      [run('Hashes some more data.', 100, 635)],
+    ].flat();
+    expect(readingOrder(toLines(rows)).map((l) => l.text)).toEqual([
+      'void f_update (struct ctx *ctx, size_t length, [Function]',
+      'const uint8_t *data)',
+      'void f_digest (struct ctx *ctx, size_t length, [Function]',
+      'uint8_t *digest)',
+      'void f_init (struct ctx *ctx) [Function]',
+      'Hashes some more data.',
+    ]);
+  });
+
+  it('starts a block at each definition line (one ending with its category tag)', () => {
+    const lines = [
+      line('Initialize the context struct.', 700, 11, 100),
+      line('void f_update (struct ctx *ctx) [Function]', 687),
+      line('Hash some more data.', 674, 11, 100),
+    ];
+    expect(layoutPages([{ kind: 'text', lines }])).toEqual([
+      [
+        'Initialize the context struct.',
+        'void f_update (struct ctx *ctx) [Function]',
+        'Hash some more data.',
+      ].join('\n\n'),
+    ]);
+  });
+
   it('keeps the stretched word spaces of a justified line inside one line', () => {
     // Three justified lines (ending at x = 227.5) whose wide spaces (> 1.5 em) fall at
     // different places.

@@ -161,6 +161,49 @@ describe('code listings', () => {
       'Read more at http://example.org/frob',
     ]);
   });
+  it('joins a listing cut by a page break into one fenced block, on the first page', async () => {
+    const [first, second] = await markdownOf([
+      {
+        text: [
+          ...body(['The loop reads the input:'], 720),
+          code('while (n > 0) {', 0, 700),
+          code('n = step(n);', 4, 688),
+        ],
+      },
+      {
+        text: [
+          code('print(n);', 4, 720),
+          code('}', 0, 708),
+          ...body(['The loop ends when n reaches zero.'], 684),
+        ],
+      },
+    ]);
+    expect(first?.split('\n\n')).toEqual([
+      'The loop reads the input:',
+      ['```', 'while (n > 0) {', '    n = step(n);', '    print(n);', '}', '```'].join('\n'),
+    ]);
+    expect(second).toBe('The loop ends when n reaches zero.');
+  });
+
+  it('keeps a monospaced line inside a sentence as inline code, fences one standing alone', async () => {
+    const [page] = await markdownOf([
+      {
+        text: [
+          ...body(['The options are read from the file named'], 720),
+          code('/etc/frob/frob.conf', 0, 708),
+          ...body(['unless the environment names another one.', 'To install it, run:'], 696),
+          code('make install', 0, 660),
+          ...body(['and restart the service.'], 636),
+        ],
+      },
+    ]);
+    expect(page?.split('\n\n')).toEqual([
+      'The options are read from the file named `/etc/frob/frob.conf` unless the environment ' +
+        'names another one. To install it, run:',
+      '```\nmake install\n```',
+      'and restart the service.',
+    ]);
+  });
 });
 
 describe('paragraphs across columns and pages', () => {

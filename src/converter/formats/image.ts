@@ -18,6 +18,7 @@ import {
   isBlank,
   OCR_MAX_PIXELS,
   OcrSession,
+  releaseNativeMemory,
   type GrayImage,
 } from './ocr.js';
 import { withPageMarkers } from './paragraphs.js';
@@ -235,7 +236,9 @@ async function prepare(frame: Frame, page: number, warnings: string[]): Promise<
   context.fillStyle = '#fff';
   context.fillRect(0, 0, width, height);
   context.drawImage(source, 0, 0, width, height);
-  return grayFromContext(context, width, height);
+  const image = grayFromContext(context, width, height);
+  await releaseNativeMemory();
+  return image;
 }
 
 /** An image has no text layer: every command but `text` OCRs it. */

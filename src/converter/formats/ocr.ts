@@ -1,18 +1,19 @@
 /**
- * OCR with tesseract.js, offline: traineddata comes from the `@tesseract.js-data/<lang>` npm
- * packages (English is a dependency; more languages work once their package is installed), never
- * from the CDN tesseract.js falls back to when `langPath` is unset. One worker per conversion,
- * started on the first page that needs it and terminated at the end.
+ * OCR with Tesseract (tesseract.js-core, ocr-engine.ts), offline: traineddata comes from the
+ * `@tesseract.js-data/<lang>` npm packages (English is a dependency; more languages work once
+ * their package is installed), never from a CDN. One engine per conversion, started on the first
+ * page that needs it and released at the end.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type Tesseract from 'tesseract.js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { EXIT_CODES } from '../contract.js';
 import { ConvertError } from './convert-error.js';
+import { OcrEngine } from './ocr-engine.js';
 import { ocrTextToMarkdown } from './paragraphs.js';
 
 const require = createRequire(import.meta.url);
@@ -135,6 +136,30 @@ export function grayRows(
   }
 }
 
+let collectGarbage: (() => void) | null | undefined;
+
+/**
+ * Frees the pixels canvas reads left behind, now. @napi-rs/canvas hands `getImageData` out in
+ * native buffers V8 does not count, so a small JS heap never triggers the collection that would
+ * free them, and their finalizers run only after it, on a later turn of the event loop: every
+ * 300-dpi page read kept ~40 MB until the process ended (3 pages: +120 MB; a 100-page scan, GBs).
+ * The converter is a process of its own, so it may ask V8 for a collection (jest's leak detector
+ * gets `gc` the same way); a collection of its small heap costs a few ms per band.
+ */
+export async function releaseNativeMemory(): Promise<void> {
+  if (collectGarbage === undefined) {
+    const exposed = (globalThis as { gc?: () => void }).gc;
+    try {
+      if (exposed === undefined) setFlagsFromString('--expose-gc');
+      collectGarbage = exposed ?? (runInNewContext('gc') as () => void);
+    } catch {
+      collectGarbage = null; // not offered: the pixels are freed whenever V8 collects
+    }
+  }
+  collectGarbage?.();
+  await nextTurn();
+}
+
 /** Nothing printed on it: rendering noise aside, no dark pixels. OCR'ing it would only cost time. */
 export function isBlank(image: GrayImage): boolean {
   const allowed = Math.max(64, image.pixels.length / 100_000);
@@ -189,9 +214,8 @@ export function cropToInk(image: GrayImage): GrayImage {
 }
 
 /** A PGM file: the simplest format Leptonica reads, and no encoding cost. */
-function toPgm(image: GrayImage): Buffer {
-  const { pgm } = image;
-  if (pgm !== undefined) return Buffer.from(pgm.buffer, pgm.byteOffset, pgm.byteLength);
+function toPgm(image: GrayImage): Uint8Array {
+  if (image.pgm !== undefined) return image.pgm;
   const header = Buffer.from(pgmHeader(image.width, image.height), 'latin1');
   return Buffer.concat([header, image.pixels]);
 }
@@ -201,9 +225,7 @@ export class OcrSession {
   readonly pages: number[] = [];
   private readonly confidences: number[] = [];
   private readonly lowConfidence: string[] = [];
-  private worker: Promise<Tesseract.Worker> | undefined;
-  private dataDir: string | undefined;
-  private dpi = -1;
+  private engine: Promise<OcrEngine> | undefined;
 
   constructor(
     private readonly lang: string,
@@ -215,13 +237,9 @@ export class OcrSession {
    * the page was rendered at (0: unknown, tesseract estimates it from the glyphs).
    */
   async recognize(page: number, image: GrayImage, dpi = 0): Promise<string> {
-    const worker = await (this.worker ??= this.start());
-    if (dpi !== this.dpi) {
-      await worker.setParameters({ user_defined_dpi: String(dpi) });
-      this.dpi = dpi;
-    }
+    const engine = await (this.engine ??= this.start());
     const started = performance.now();
-    const { data } = await worker.recognize(toPgm(cropToInk(image)));
+    const data = engine.recognize(toPgm(cropToInk(image)), dpi);
     addTime(this.timings, 'ocr', started);
     this.pages.push(page);
     const markdown = ocrTextToMarkdown(data.text);
@@ -245,51 +263,31 @@ export class OcrSession {
     return [`OCR confidence is low on ${pages}: the text may be inaccurate`];
   }
 
-  /** Terminates the worker (also after a failure) and removes the traineddata links. */
+  /** Releases the engine (also after a failure). */
   async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = undefined;
-    await worker?.then(
-      (w) => w.terminate(),
+    const engine = this.engine;
+    this.engine = undefined;
+    await engine?.then(
+      (e) => {
+        e.end();
+      },
       () => undefined,
     );
-    if (this.dataDir !== undefined) await rm(this.dataDir, { recursive: true, force: true });
+    // The engine's memory (its WebAssembly heap) goes now, not whenever V8 would collect it.
+    await releaseNativeMemory();
   }
 
-  private async start(): Promise<Tesseract.Worker> {
+  private async start(): Promise<OcrEngine> {
     const started = performance.now();
     const files = resolveLanguages(this.lang);
     try {
-      const worker = await this.createWorker(files);
+      const engine = await OcrEngine.start(files);
       addTime(this.timings, 'ocrInit', started);
-      return worker;
+      return engine;
     } catch (error) {
       // Not the document's fault: without this, every page would count as unreadable.
       const reason = error instanceof Error ? error.message : String(error);
       throw new ConvertError(EXIT_CODES.FAILED, `the OCR engine did not start (${reason})`);
     }
-  }
-
-  private async createWorker(files: Map<string, string>): Promise<Tesseract.Worker> {
-    // tesseract.js reads every language from one `langPath`: link the packages' files into one.
-    this.dataDir = await mkdtemp(join(tmpdir(), 'aps-convert-ocr-'));
-    for (const [code, file] of files) {
-      await symlink(file, join(this.dataDir, `${code}.traineddata.gz`));
-    }
-    const { createWorker, OEM, PSM } = (await import('tesseract.js')).default;
-    const worker = await createWorker([...files.keys()].join('+'), OEM.LSTM_ONLY, {
-      langPath: this.dataDir,
-      gzip: true,
-      cachePath: this.dataDir,
-      cacheMethod: 'none',
-    });
-    await worker.setParameters({
-      // The API default is one uniform block; pages need layout analysis (columns, paragraphs).
-      tessedit_pageseg_mode: PSM.AUTO,
-      // Tesseract's diagnostics ("Estimating resolution as 300") would land on our stderr, which
-      // carries one line per problem by contract.
-      debug_file: '/dev/null',
-    });
-    return worker;
   }
 }

@@ -23,6 +23,7 @@ import {
   isBlank,
   OCR_MAX_PIXELS,
   OcrSession,
+  releaseNativeMemory,
   type GrayImage,
   type PixelSource,
 } from './ocr.js';
@@ -97,6 +98,7 @@ async function renderPage(
       const transform = [1, 0, 0, 1, 0, -top];
       await page.render({ canvas: pair.canvas as never, viewport, transform }).promise;
       grayRows(pair.context, width, Math.min(band, height - top), image.pixels, top * width);
+      await releaseNativeMemory();
     }
     return { image, dpi: Math.round(scale * 72) };
   } finally {

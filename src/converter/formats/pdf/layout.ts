@@ -6,7 +6,7 @@
  * each; paragraphs come from line spacing, indents and bullets, with line-end hyphenation repaired.
  */
 import { escapeParagraph, joinLines } from '../paragraphs.js';
-import { codeBlock, isCode, MIN_CODE_LINES } from './code.js';
+import { codeBlock, inlineCode, isCode, outsideCode, proseCodeLines } from './code.js';
 import {
   contentsLines,
   fontTitles,
@@ -15,7 +15,7 @@ import {
   sizeLevel,
   type HeadingStyles,
 } from './headings.js';
-import { median, readingOrder, topDown, type Line } from './lines.js';
+import { isDefinition, median, readingOrder, topDown, type Line } from './lines.js';
 import { extractTables } from './tables.js';
 import { combineAccents, escapeMarkup, keepsHyphen, vocabulary } from './text-fixes.js';
 import { outlineHeadings, type OutlineEntry } from './outline.js';
@@ -116,10 +116,14 @@ function numberedTitles(
   );
 }
 
-/** One block of a page: its markdown, and for a paragraph its text and edge lines (to join). */
+/**
+ * One block of a page: its markdown, and (to join across pages) a paragraph's text and edge
+ * lines, a listing's lines (one part per page).
+ */
 interface Block {
   md: string;
   para?: { text: string; first: Line; last: Line };
+  code?: Line[][];
 }
 
 /** What a page is laid out with: the document's body size, heading styles, words. */
@@ -131,7 +135,7 @@ interface DocumentRules {
 }
 
 /** A paragraph's markdown from its (unescaped) text. */
-const paragraph = (text: string) => escapeParagraph(escapeMarkup(text));
+const paragraph = (text: string) => escapeParagraph(outsideCode(text, escapeMarkup));
 
 /** One page's lines → markdown blocks. */
 function pageBlocks(
@@ -146,6 +150,9 @@ function pageBlocks(
   });
   const leading = median(gaps) ?? 1.2 * body;
   const contents = contentsLines(lines);
+  // Monospaced lines of prose paragraphs: inline code in them, not listings.
+  const inline = proseCodeLines(lines, leading);
+  const code = (l: Line) => isCode(l) && !inline.has(l);
   const titles = numberedTitles(lines, body, leading, contents);
   const bold = fontTitles(lines, styles, body, leading, contents);
   const fontLevel = (l: Line) => (l.font === undefined ? 0 : (styles.fonts.get(l.font) ?? 0));
@@ -161,12 +168,11 @@ function pageBlocks(
     if (first === undefined || last === undefined) return;
     const h = level(first);
     const text = joinLines(
-      para.map((l) => l.text),
+      para.map((l) => (inline.has(l) ? inlineCode(l.text) : l.text)),
       (head, tail) => keepsHyphen(words, head, tail),
     );
     if (first.table !== undefined) blocks.push({ md: first.table });
-    else if (h === 0 && isCode(first) && para.length >= MIN_CODE_LINES)
-      blocks.push({ md: codeBlock(para) });
+    else if (h === 0 && code(first)) blocks.push({ md: codeBlock(para), code: [para] });
     else if (contents.has(first) && !outline.has(first))
       blocks.push({ md: escapeParagraph(tocEntry(escapeMarkup(text))) });
     else if (h > 0 && text.length <= 200)
@@ -175,7 +181,7 @@ function pageBlocks(
     else blocks.push({ md: paragraph(text), para: { text, first, last } });
     para = [];
   };
-  const rules = { body, leading, titles, level, contents };
+  const rules = { body, leading, titles, level, contents, code };
   for (const line of lines) {
     const [first, prev] = [para[0], para.at(-1)];
     if (first !== undefined && prev !== undefined) {
@@ -202,6 +208,8 @@ interface ParagraphRules {
   titles: Set<Line>;
   level: (l: Line) => number;
   contents: ReadonlySet<Line>;
+  /** Whether a line belongs to a listing. */
+  code: (l: Line) => boolean;
 }
 
 /**
@@ -215,6 +223,7 @@ export function continues(prev: Line, line: Line, plain: (l: Line) => boolean): 
     plain(line) &&
     Math.abs(prev.size - line.size) <= 0.05 * Math.max(prev.size, line.size) &&
     !BULLET.test(line.text) &&
+    !isDefinition(line) &&
     (!/[.!?:]$/.test(prev.text) || /^\p{Ll}/u.test(line.text))
   );
 }
@@ -224,15 +233,15 @@ function endsParagraph(
   para: readonly Line[],
   prev: Line,
   line: Line,
-  { body, leading, titles, level, contents }: ParagraphRules,
+  { body, leading, titles, level, contents, code }: ParagraphRules,
 ): boolean {
   const first = para[0];
   if (first === undefined) return false;
   const gap = prev.y - line.y;
   // A listing goes on while lines are monospaced, whatever their indents; a gap of a few lines
   // inside it is kept as an empty line.
-  if (isCode(prev) || isCode(line))
-    return !(isCode(prev) && isCode(line)) || gap <= 0 || gap > 3 * Math.max(leading, prev.size);
+  if (code(prev) || code(line))
+    return !(code(prev) && code(line)) || gap <= 0 || gap > 3 * Math.max(leading, prev.size);
   const right = Math.max(...para.map((l) => l.x1));
   // The top of the next column: the paragraph may go on there.
   if (gap < 0 && line.x0 > prev.x1 - prev.size) {
@@ -255,31 +264,47 @@ function endsParagraph(
     gap <= 0 ||
     gap > 1.3 * Math.max(leading, prev.size) ||
     BULLET.test(line.text) ||
+    isDefinition(line) ||
     // A heading's lines may be centred: its indents say nothing.
     (!heading && !BULLET.test(first.text) && line.x0 > prev.x0 + line.size) ||
     (para.length > 1 && /[.!?:]$/.test(prev.text) && prev.x1 < right - 3 * prev.size)
   );
 }
 
+/** `tail` (a page's last block) and `head` (the next page's first) as one block, if they are. */
+function joined(tail: Block, head: Block, words: ReadonlySet<string>): Block | undefined {
+  if (tail.code !== undefined && head.code !== undefined) {
+    const parts = [...tail.code, ...head.code];
+    return { md: codeBlock(...parts), code: parts };
+  }
+  const [last, first] = [tail.para, head.para];
+  if (last === undefined || first === undefined) return undefined;
+  if (!continues(last.last, first.first, () => true)) return undefined;
+  const text = joinLines([last.text, first.text], (h, t) => keepsHyphen(words, h, t));
+  return { md: paragraph(text), para: { text, first: last.first, last: first.last } };
+}
+
 /**
- * Joins a paragraph that runs from the foot of one page onto the next: the first page keeps it
- * whole, the next page starts after it.
+ * Joins a paragraph or a code listing that runs from the foot of one page onto the next: the
+ * first page keeps it whole, the next page starts after it (a page the listing fills goes on to
+ * the one after).
  */
 function joinAcrossPages(pages: (Block[] | string)[], words: ReadonlySet<string>): void {
-  pages.forEach((blocks, i) => {
-    const next = pages[i + 1];
-    if (typeof blocks === 'string' || typeof next === 'string') return;
-    const [last, head] = [blocks.at(-1)?.para, next?.[0]?.para];
-    const tail = blocks.at(-1);
-    if (last === undefined || head === undefined || tail === undefined) return;
-    if (!continues(last.last, head.first, () => true)) return;
-    const text = joinLines([last.text, head.text], (h, t) => keepsHyphen(words, h, t));
-    blocks[blocks.length - 1] = {
-      md: paragraph(text),
-      para: { text, first: last.first, last: head.last },
-    };
-    next?.shift();
-  });
+  let previous: Block[] | undefined;
+  for (const blocks of pages) {
+    if (typeof blocks === 'string') {
+      previous = undefined;
+      continue;
+    }
+    const [tail, head] = [previous?.at(-1), blocks[0]];
+    const block = tail === undefined || head === undefined ? undefined : joined(tail, head, words);
+    if (previous !== undefined && block !== undefined) {
+      previous[previous.length - 1] = block;
+      blocks.shift();
+      if (blocks.length === 0) continue; // all of it went on the page before
+    }
+    previous = blocks;
+  }
 }
 
 /** Markdown of every page, with the text-layer pages laid out against each other. */

@@ -84,6 +84,15 @@ function isGutter(
 }
 
 /**
+ * A definition's category set flush right on its first line (Texinfo's `[Function]`, `[Macro]`):
+ * part of that line, though the tags of a run of definitions line up like a narrow column.
+ */
+const DEFINITION_TAG = /^\s*\[\p{L}[\p{L} -]{0,30}\]\s*$/u;
+
+/** Whether a line is a definition's first line (it ends with its category tag): a new block. */
+export const isDefinition = (l: Line) => / \[\p{L}[\p{L} -]{0,30}\]$/u.test(l.text);
+
+/**
  * Text runs → lines: runs on one baseline, split where a gap is wide enough to be a gutter (and
  * the neighbouring rows agree; a justified line's wide word spaces stay spaces).
  */
@@ -125,7 +134,9 @@ export function toLines(items: readonly TextRun[]): Line[] {
         line === undefined ||
         (code
           ? gap > 8 * size
-          : gap > 1.5 * size && (gap > 3 * size || isGutter(rows, r, line.x1, run.x0, size)))
+          : gap > 1.5 * size &&
+            (gap > 3 * size || isGutter(rows, r, line.x1, run.x0, size)) &&
+            !(run === runsOfRow.at(-1) && DEFINITION_TAG.test(run.text)))
       ) {
         line = { ...run };
         lines.push(line);
