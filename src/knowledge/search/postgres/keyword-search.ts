@@ -7,11 +7,15 @@
  *
  * Why not in SQL: scoring in SQL read every matching chunk's tsvector and ran ts_rank_cd on it
  * (68 ms p50 at 100k chunks); the postings of a lexeme are a few packed rows per document, so a
- * search reads ~10 bytes per matching chunk and scores them in a typed array.
+ * search reads ~10 bytes per matching chunk and scores them in a typed array. Those bytes were
+ * still most of the time (~2 MB for a few common words at 100k chunks): the rows of hot lexemes
+ * stay in this process (postings-cache.ts), checked against the keyword generation read in the
+ * search's snapshot.
  */
 import type { PoolClient } from 'pg';
 import { B, idf, K1, maxBm25 } from '../bm25.js';
 import { SEARCHABLE, type Candidate, type SearchFilter } from '../chunk-store.js';
+import { PostingsCache, type PostingsRow } from './postings-cache.js';
 import { PackedPostings } from './postings.js';
 import { stemSql } from './words.js';
 
@@ -55,6 +59,8 @@ function topK(
 }
 
 export class KeywordSearch {
+  constructor(private readonly cache = new PostingsCache()) {}
+
   /**
    * Keyword candidates of the query word groups (keywordQueryWords) ranked by BM25, with N, n and
    * the average length over every chunk in the index (the statistics tables); and `max`, the
@@ -68,9 +74,15 @@ export class KeywordSearch {
     limit: number,
   ): Promise<{ candidates: Candidate[]; max: number }> {
     const words = groups.flat();
-    const { rows } = await client.query<{ lexeme: string; df: number; n: number; tokens: number }>(
+    const { rows } = await client.query<{
+      lexeme: string;
+      df: number;
+      n: number;
+      tokens: number;
+      generation: number;
+    }>(
       `select l.lexeme, coalesce(t.chunks, 0)::float8 as df, s.chunks::float8 as n,
-         s.tokens::float8 as tokens
+         s.tokens::float8 as tokens, s.generation::float8 as generation
        from unnest($1::text[]) with ordinality as w(word, ord)
          cross join lateral (select ${stemSql('w.word')} as lexeme) as l
          left join knowledge_fts_terms t on t.lexeme = l.lexeme
@@ -91,7 +103,7 @@ export class KeywordSearch {
       if (lexemes.every((r) => r.df > 0)) lexemeGroups.push(lexemes);
     }
     if (lexemeGroups.length === 0) return { candidates: [], max };
-    const postings = await this.postings(client, lexemeGroups.flat(), filter);
+    const postings = await this.postings(client, lexemeGroups.flat(), filter, stats.generation);
     if (postings === null) return { candidates: [], max };
     const { byLexeme, documents, slots } = postings;
     const avgdl = stats.tokens / stats.n;
@@ -170,19 +182,83 @@ export class KeywordSearch {
 
   /**
    * The postings rows of the lexemes within the scope (searchable documents only), with each
-   * document's slots in the score arrays; null when none.
+   * document's slots in the score arrays; null when none. Rows come from the cache when it holds
+   * them at `generation`; the others are read in one statement, every searchable document's
+   * (then kept) unless the scope names documents (then only theirs, not kept).
    */
   private async postings(
     client: PoolClient,
     lexemes: readonly { lexeme: string; df: number }[],
     filter: SearchFilter,
+    generation: number,
   ): Promise<{
     byLexeme: Map<string, LexemeRows>;
     documents: DocumentSlots[];
     slots: number;
   } | null> {
     const distinct = [...new Set(lexemes.map((l) => l.lexeme))];
-    const params: unknown[] = [distinct];
+    const found = new Map<string, PostingsRow[]>();
+    const missing: string[] = [];
+    for (const lexeme of distinct) {
+      const rows = this.cache.get(lexeme, generation);
+      if (rows === undefined) missing.push(lexeme);
+      else found.set(lexeme, rows);
+    }
+    if (missing.length > 0) {
+      const keep = filter.documentId === undefined && filter.documentIds === undefined;
+      const read = await this.readPostings(client, missing, keep ? {} : filter);
+      for (const lexeme of missing) {
+        const rows = read.get(lexeme) ?? [];
+        found.set(lexeme, rows);
+        if (keep) this.cache.set(lexeme, generation, rows);
+      }
+    }
+    const allowed = filter.documentIds === undefined ? null : new Set(filter.documentIds);
+    const inScope = (row: PostingsRow) =>
+      (filter.projectId === undefined || row.projectKey === filter.projectId) &&
+      (filter.documentId === undefined || row.documentId === filter.documentId) &&
+      (allowed === null || allowed.has(row.documentId));
+    const dfOf = new Map(lexemes.map((l) => [l.lexeme, l.df]));
+    // Each document's slots: from its first chunk's seq to the last one any lexeme holds.
+    const byDocument = new Map<string, DocumentSlots>();
+    const scoped: { lexeme: string; row: PostingsRow }[] = [];
+    for (const [lexeme, rows] of found) {
+      for (const row of rows) {
+        if (!inScope(row)) continue;
+        scoped.push({ lexeme, row });
+        const { postings } = row;
+        const last = postings.size === 0 ? 0 : (postings.offsets[postings.size - 1] ?? 0);
+        const doc = byDocument.get(row.documentId);
+        if (doc === undefined) {
+          byDocument.set(row.documentId, { base: row.base, start: 0, size: last + 1 });
+        } else doc.size = Math.max(doc.size, last + 1);
+      }
+    }
+    if (scoped.length === 0) return null;
+    const documents = [...byDocument.values()];
+    let slots = 0;
+    for (const doc of documents) {
+      doc.start = slots;
+      slots += doc.size;
+    }
+    const byLexeme = new Map<string, LexemeRows>();
+    for (const { lexeme, row } of scoped) {
+      const start = byDocument.get(row.documentId)?.start ?? 0;
+      const entry = byLexeme.get(lexeme);
+      const item = { start, postings: row.postings };
+      if (entry === undefined) byLexeme.set(lexeme, { df: dfOf.get(lexeme) ?? 0, rows: [item] });
+      else entry.rows.push(item);
+    }
+    return { byLexeme, documents, slots };
+  }
+
+  /** The postings rows of the lexemes in the searchable documents of the scope, by lexeme. */
+  private async readPostings(
+    client: PoolClient,
+    lexemes: string[],
+    filter: SearchFilter,
+  ): Promise<Map<string, PostingsRow[]>> {
+    const params: unknown[] = [lexemes];
     const param = (value: unknown) => {
       params.push(value);
       return `$${params.length}`;
@@ -198,41 +274,32 @@ export class KeywordSearch {
     const { rows } = await client.query<{
       lexeme: string;
       document_id: string;
+      project_key: string;
       base: number;
       postings: Buffer;
     }>(
-      `select p.lexeme, p.document_id, p.seq_base::float8 as base, p.postings
+      `select p.lexeme, p.document_id, p.project_key, p.seq_base::float8 as base, p.postings
        from knowledge_fts_postings p join knowledge_documents d on d.id = p.document_id
        where ${where}`,
       params,
     );
-    if (rows.length === 0) return null;
-    const dfOf = new Map(lexemes.map((l) => [l.lexeme, l.df]));
-    // Each document's slots: from its first chunk's seq to the last one any lexeme holds.
-    const byDocument = new Map<string, DocumentSlots>();
-    const packed = rows.map((row) => {
-      const postings = new PackedPostings(row.postings);
-      const last = postings.size === 0 ? 0 : (postings.offsets[postings.size - 1] ?? 0);
-      const doc = byDocument.get(row.document_id);
-      if (doc === undefined) {
-        byDocument.set(row.document_id, { base: row.base, start: 0, size: last + 1 });
-      } else doc.size = Math.max(doc.size, last + 1);
-      return { row, postings };
-    });
-    const documents = [...byDocument.values()];
-    let slots = 0;
-    for (const doc of documents) {
-      doc.start = slots;
-      slots += doc.size;
+    const byLexeme = new Map<string, PostingsRow[]>();
+    for (const row of rows) {
+      // A small Buffer is a view of a shared 8 KB slab: a kept row holds its own bytes only.
+      const bytes =
+        row.postings.byteLength === row.postings.buffer.byteLength
+          ? row.postings
+          : new Uint8Array(row.postings);
+      const item: PostingsRow = {
+        documentId: row.document_id,
+        projectKey: row.project_key,
+        base: row.base,
+        postings: new PackedPostings(bytes),
+      };
+      const list = byLexeme.get(row.lexeme);
+      if (list === undefined) byLexeme.set(row.lexeme, [item]);
+      else list.push(item);
     }
-    const byLexeme = new Map<string, LexemeRows>();
-    for (const { row, postings } of packed) {
-      const start = byDocument.get(row.document_id)?.start ?? 0;
-      const entry = byLexeme.get(row.lexeme);
-      if (entry === undefined) {
-        byLexeme.set(row.lexeme, { df: dfOf.get(row.lexeme) ?? 0, rows: [{ start, postings }] });
-      } else entry.rows.push({ start, postings });
-    }
-    return { byLexeme, documents, slots };
+    return byLexeme;
   }
 }
