@@ -22,7 +22,7 @@ import { stemSql } from './words.js';
 /** The postings rows of one lexeme in the scope: per document, its slot and its postings. */
 interface LexemeRows {
   df: number;
-  rows: { start: number; postings: PackedPostings }[];
+  rows: { start: number; row: PostingsRow }[];
 }
 
 /** A document's slots in the score arrays: its chunks' seqs from `base`, `size` of them. */
@@ -32,33 +32,83 @@ interface DocumentSlots {
   size: number;
 }
 
+/** `a` ranks below `b`: a lower score, or the same score and a later seq. */
+const below = (a: Ranked, b: Ranked) => a.score < b.score || (a.score === b.score && a.seq > b.seq);
+
+interface Ranked {
+  slot: number;
+  seq: number;
+  score: number;
+}
+
 /**
- * The `limit` best (score, slot) pairs, best first, ties by seq (index order, as SQLite's rowid).
- * The limit-th best score is found on a typed copy of the scores first, so that only the slots
- * reaching it are turned into objects and sorted.
+ * The `limit` best (score, slot) pairs, best first, ties by seq (index order, as SQLite's rowid):
+ * one pass keeping a heap of the `limit` best so far (its worst on top), so that only slots that
+ * enter it are looked up and turned into objects.
  */
 function topK(
   scores: Float64Array,
   touched: readonly number[],
   seqOf: (slot: number) => number,
   limit: number,
-): { slot: number; seq: number; score: number }[] {
-  let floor = Number.NEGATIVE_INFINITY;
-  if (touched.length > limit) {
-    const values = new Float64Array(touched.length);
-    for (let i = 0; i < touched.length; i++) values[i] = scores[touched[i] as number] as number;
-    values.sort();
-    floor = values[values.length - limit] as number;
-  }
-  const kept: { slot: number; seq: number; score: number }[] = [];
+): Ranked[] {
+  const heap: Ranked[] = [];
+  const down = (from: number) => {
+    for (let i = from; ;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let worst = i;
+      if (l < heap.length && below(heap[l] as Ranked, heap[worst] as Ranked)) worst = l;
+      if (r < heap.length && below(heap[r] as Ranked, heap[worst] as Ranked)) worst = r;
+      if (worst === i) return;
+      [heap[i], heap[worst]] = [heap[worst] as Ranked, heap[i] as Ranked];
+      i = worst;
+    }
+  };
   for (const slot of touched) {
     const score = scores[slot] as number;
-    if (score >= floor) kept.push({ slot, seq: seqOf(slot), score });
+    if (heap.length < limit) {
+      heap.push({ slot, seq: seqOf(slot), score });
+      for (let i = heap.length - 1; i > 0;) {
+        const parent = (i - 1) >> 1;
+        if (!below(heap[i] as Ranked, heap[parent] as Ranked)) break;
+        [heap[i], heap[parent]] = [heap[parent] as Ranked, heap[i] as Ranked];
+        i = parent;
+      }
+      continue;
+    }
+    const top = heap[0] as Ranked;
+    if (score < top.score) continue;
+    const candidate = { slot, seq: seqOf(slot), score };
+    if (!below(top, candidate)) continue;
+    heap[0] = candidate;
+    down(0);
   }
-  return kept.sort((a, b) => b.score - a.score || a.seq - b.seq).slice(0, limit);
+  return heap.sort((a, b) => b.score - a.score || a.seq - b.seq);
+}
+
+/**
+ * A row's BM25 parts of its lexeme, one per posting (FTS5's formula, as keyword-index.ts writes
+ * it): kept on the row, since a cached row is scored again with the same idf and average length
+ * until the generation changes (checked here too: they are the row's key).
+ */
+function impactsOf(row: PostingsRow, w: number, avgdl: number): Float64Array {
+  const kept = row.impacts;
+  if (kept !== undefined && kept.w === w && kept.avgdl === avgdl) return kept.values;
+  const { lengths, counts, size } = row.postings;
+  const values = new Float64Array(size);
+  for (let i = 0; i < size; i++) {
+    const f = (counts[i] as number) / 2;
+    const d = lengths[i] as number;
+    values[i] = w * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
+  }
+  row.impacts = { w, avgdl, values };
+  return values;
 }
 
 export class KeywordSearch {
+  private scratch = new Float64Array(0);
+
   constructor(private readonly cache = new PostingsCache()) {}
 
   /**
@@ -107,9 +157,12 @@ export class KeywordSearch {
     if (postings === null) return { candidates: [], max };
     const { byLexeme, documents, slots } = postings;
     const avgdl = stats.tokens / stats.n;
-    const scores = new Float64Array(slots);
+    // Reused between searches (its touched slots zeroed after each): no 800 KB to allocate and
+    // collect per search at 100k chunks. Nothing awaits between filling and clearing it.
+    if (this.scratch.length < slots) this.scratch = new Float64Array(slots);
+    const scores = this.scratch;
     const touched: number[] = [];
-    // The scores of one lexeme added to `target` (FTS5's formula, as keyword-index.ts writes it).
+    // The scores of one lexeme added to `target`.
     const addLexeme = (
       lexeme: string,
       target: Float64Array,
@@ -119,15 +172,13 @@ export class KeywordSearch {
       const entry = byLexeme.get(lexeme);
       if (entry === undefined) return;
       const w = idf(stats.n, entry.df);
-      for (const { start, postings: p } of entry.rows) {
-        const { offsets, lengths, counts } = p;
-        for (let i = 0; i < p.size; i++) {
+      for (const { start, row } of entry.rows) {
+        const { offsets, size } = row.postings;
+        const impacts = impactsOf(row, w, avgdl);
+        for (let i = 0; i < size; i++) {
           const r = start + (offsets[i] as number);
-          const f = (counts[i] as number) / 2;
-          const d = lengths[i] as number;
-          const s = w * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
           if (target[r] === 0) hit.push(r);
-          target[r] = (target[r] as number) + s;
+          target[r] = (target[r] as number) + (impacts[i] as number);
           if (seen !== null) seen[r] = (seen[r] as number) + 1;
         }
       }
@@ -166,6 +217,7 @@ export class KeywordSearch {
       return doc === undefined ? 0 : doc.base + (slot - doc.start);
     };
     const top = topK(scores, touched, seqOf, limit);
+    for (const slot of touched) scores[slot] = 0;
     if (top.length === 0) return { candidates: [], max };
     const ids = await client.query<{ seq: number; chunk_id: string }>(
       'select seq::float8 as seq, chunk_id from knowledge_chunks_fts where seq = any($1::bigint[])',
@@ -245,7 +297,7 @@ export class KeywordSearch {
     for (const { lexeme, row } of scoped) {
       const start = byDocument.get(row.documentId)?.start ?? 0;
       const entry = byLexeme.get(lexeme);
-      const item = { start, postings: row.postings };
+      const item = { start, row };
       if (entry === undefined) byLexeme.set(lexeme, { df: dfOf.get(lexeme) ?? 0, rows: [item] });
       else entry.rows.push(item);
     }

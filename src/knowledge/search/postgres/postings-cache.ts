@@ -19,6 +19,8 @@ export interface PostingsRow {
   /** The seq of the document's first chunk (postings hold offsets from it). */
   base: number;
   postings: PackedPostings;
+  /** Its BM25 parts at an idf and average length (keyword-search.ts), computed on first use. */
+  impacts?: { w: number; avgdl: number; values: Float64Array };
 }
 
 /** Bytes held by a row besides its postings (strings, object, typed-array headers). */
@@ -54,7 +56,8 @@ export class PostingsCache {
     if (this.maxBytes <= 0) return;
     if (generation !== this.generation) this.clear(generation);
     let bytes = 0;
-    for (const row of rows) bytes += row.postings.byteLength + ROW_OVERHEAD;
+    // The packed postings, then their BM25 parts (8 bytes each) once scored.
+    for (const row of rows) bytes += row.postings.byteLength + 8 * row.postings.size + ROW_OVERHEAD;
     if (bytes > this.maxBytes) return;
     const old = this.entries.get(lexeme);
     if (old !== undefined) {
