@@ -32,6 +32,9 @@ interface DocumentSlots {
   size: number;
 }
 
+/** Seq → chunk id pairs kept (~100 bytes each). */
+const CHUNK_IDS_KEPT = 100_000;
+
 /** `a` ranks below `b`: a lower score, or the same score and a later seq. */
 const below = (a: Ranked, b: Ranked) => a.score < b.score || (a.score === b.score && a.seq > b.seq);
 
@@ -108,6 +111,9 @@ function impactsOf(row: PostingsRow, w: number, avgdl: number): Float64Array {
 
 export class KeywordSearch {
   private scratch = new Float64Array(0);
+  /** Chunk ids of the seqs of recent top k's (rememberChunkId). */
+  private readonly chunkIds = new Map<number, string>();
+  private highestGeneration = 0;
 
   constructor(private readonly cache = new PostingsCache()) {}
 
@@ -143,6 +149,9 @@ export class KeywordSearch {
     const stats = rows[0];
     if (stats === undefined || stats.n === 0) return { candidates: [], max: 0 };
     const max = maxBm25(rows.map((r) => idf(stats.n, r.df)));
+    // A generation lower than one seen: a database restored under this process (seqs reused).
+    if (stats.generation < this.highestGeneration) this.chunkIds.clear();
+    this.highestGeneration = stats.generation;
     // As on SQLite, where the project filter compares the documents' project_id.
     if (filter.projectId === '' || limit <= 0) return { candidates: [], max };
     // The groups as lexemes (a lexeme in no chunk: its group matches and scores nothing).
@@ -219,17 +228,33 @@ export class KeywordSearch {
     const top = topK(scores, touched, seqOf, limit);
     for (const slot of touched) scores[slot] = 0;
     if (top.length === 0) return { candidates: [], max };
-    const ids = await client.query<{ seq: number; chunk_id: string }>(
-      'select seq::float8 as seq, chunk_id from knowledge_chunks_fts where seq = any($1::bigint[])',
-      [top.map((t) => t.seq)],
-    );
-    const idOf = new Map(ids.rows.map((r) => [r.seq, r.chunk_id]));
+    const unknown = top.map((t) => t.seq).filter((seq) => !this.chunkIds.has(seq));
+    if (unknown.length > 0) {
+      const ids = await client.query<{ seq: number; chunk_id: string }>(
+        'select seq::float8 as seq, chunk_id from knowledge_chunks_fts where seq = any($1::bigint[])',
+        [unknown],
+      );
+      for (const r of ids.rows) this.rememberChunkId(r.seq, r.chunk_id);
+    }
     const candidates: Candidate[] = [];
     for (const t of top) {
-      const chunkId = idOf.get(t.seq);
+      const chunkId = this.chunkIds.get(t.seq);
       if (chunkId !== undefined) candidates.push({ chunkId, score: t.score });
     }
     return { candidates, max };
+  }
+
+  /**
+   * A keyword row's seq names one chunk for good (a bigserial, never reused; a re-index writes
+   * new rows): the pairs met stay, in insertion order, the oldest out beyond CHUNK_IDS_KEPT. A
+   * seq is only looked up when postings valid in the search's snapshot hold it.
+   */
+  private rememberChunkId(seq: number, chunkId: string): void {
+    if (this.chunkIds.size >= CHUNK_IDS_KEPT) {
+      const oldest = this.chunkIds.keys().next();
+      if (oldest.done !== true) this.chunkIds.delete(oldest.value);
+    }
+    this.chunkIds.set(seq, chunkId);
   }
 
   /**
