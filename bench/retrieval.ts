@@ -4,7 +4,7 @@
  *   npx tsx bench/retrieval.ts [--sets scifact,paraphrase] [--limit N] [--modes keyword,semantic,hybrid]
  *                              [--scale 10000,100000] [--scale-queries 200] [--files-per 5000]
  *                              [--seed 42] [--distractors N] [--overlap] [--dataset DIR]
- *                              [--db sqlite|postgres]
+ *                              [--db sqlite|postgres] [--pg-database NAME]
  *
  * `--sets none` skips the quality sets (e.g. with --scale only).
  *
@@ -25,7 +25,9 @@
  *
  * `--db postgres` runs the same on PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster started
  * by scripts/postgres/cluster.sh), files kept in the database, and adds the recall@10 of the
- * HNSW vector search against exact search at each scale.
+ * HNSW vector search against exact search at each scale. `--pg-database NAME` (one scale) keeps
+ * the filled database under that name: a later run with the same --scale and --seed finds it
+ * filled and measures it again without ingesting (e.g. two builds on the same data).
  *
  * Progress goes to stderr; the results (one table) to stdout.
  */
@@ -71,6 +73,7 @@ const { values } = parseArgs({
     overlap: { type: 'boolean', default: false },
     distractors: { type: 'string', default: '0' },
     db: { type: 'string', default: 'sqlite' },
+    'pg-database': { type: 'string' },
   },
 });
 
@@ -98,6 +101,20 @@ if (values.db !== 'sqlite' && values.db !== 'postgres')
   throw new Error(`unknown --db ${values.db}`);
 const postgres = values.db === 'postgres' ? startPostgres(log) : undefined;
 process.on('exit', () => postgres?.stop());
+
+/** The key of a kept database's server (--pg-database), the same in every run. */
+const KEPT_KEY = 'aps_bench_kept_0123456789abcdefghijklmnopq';
+
+/** The kept database of --pg-database (created on first use), if any. */
+async function keptDatabase(): Promise<{ url: string; created: boolean } | undefined> {
+  const name = values['pg-database'];
+  if (name === undefined) return undefined;
+  if (postgres === undefined) throw new Error('--pg-database needs --db postgres');
+  if (scales.length !== 1) throw new Error('--pg-database measures one --scale');
+  const kept = await postgres.keptDatabase(name);
+  log(`PostgreSQL: database ${name} ${kept.created ? 'created (kept after the run)' : 'reused'}`);
+  return kept;
+}
 
 /** A bench server on the chosen database. */
 async function startBench(label: string): Promise<BenchServer> {
@@ -266,12 +283,22 @@ async function runScale(n: number): Promise<void> {
     random,
   );
   const label = n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n);
-  const bench = await startBench(`scale-${label}`);
+  const kept = await keptDatabase();
+  const bench =
+    kept === undefined
+      ? await startBench(`scale-${label}`)
+      : await BenchServer.start(`scale-${label}`, undefined, {
+          DATABASE_URL: kept.url,
+          STORAGE_DRIVER: 'postgres',
+          BOOTSTRAP_API_KEY: KEPT_KEY,
+        });
   try {
     let chunks = 0;
     let files = 0;
     const t = performance.now();
     for (const file of syntheticFiles(generator, n, Number(values['files-per']))) {
+      // A kept database is filled already: the files are still drawn, so the queries are the same.
+      if (kept?.created === false) continue;
       const doc = await bench.ingest(file.name, file.markdown);
       chunks += doc.chunkCount;
       files++;

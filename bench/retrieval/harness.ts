@@ -72,7 +72,8 @@ export class BenchServer {
       await cleanup();
       throw error;
     }
-    const key = /^\s+(aps_\S+)$/m.exec(lines.join('\n'))?.[1];
+    // A kept database (--pg-database) has its key already: the bench passes it as the bootstrap key.
+    const key = env.BOOTSTRAP_API_KEY ?? /^\s+(aps_\S+)$/m.exec(lines.join('\n'))?.[1];
     if (key === undefined) {
       await server.close();
       rmSync(dir, { recursive: true, force: true });

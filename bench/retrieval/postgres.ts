@@ -18,6 +18,8 @@ export interface PostgresServer {
   adminUrl: string;
   /** A new empty database (with pgvector, from the template) for one bench server. */
   createDatabase(label: string): Promise<{ url: string; drop: () => Promise<void> }>;
+  /** The database `name`, created when missing (`created`); never dropped by the bench. */
+  keptDatabase(name: string): Promise<{ url: string; created: boolean }>;
   stop(): void;
 }
 
@@ -46,6 +48,23 @@ export function startPostgres(log: (line: string) => void): PostgresServer {
   const url = adminUrl;
   return {
     adminUrl: url,
+    async keptDatabase(name) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      let created = false;
+      try {
+        const found = await client.query('select 1 from pg_database where datname = $1', [name]);
+        if (found.rowCount === 0) {
+          await client.query(`create database ${client.escapeIdentifier(name)}`);
+          created = true;
+        }
+      } finally {
+        await client.end();
+      }
+      const target = new URL(url);
+      target.pathname = `/${name}`;
+      return { url: target.toString(), created };
+    },
     async createDatabase(label) {
       const name = `aps_bench_${label.replace(/\W/g, '_')}_${randomUUID().slice(0, 8)}`;
       await admin(url, `create database ${name}`);

@@ -219,6 +219,8 @@ export interface FtsStatsTable {
   id: number;
   chunks: number;
   tokens: number;
+  /** Bumped when postings or searchable documents change (migration 0016): caches check it. */
+  generation: number;
 }
 
 export type JobStatus = 'queued' | 'running' | 'completed' | 'failed';

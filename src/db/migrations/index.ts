@@ -15,6 +15,7 @@ import * as m0012 from './0012_chunk_page_end.js';
 import * as m0013 from './0013_segmented_keywords.js';
 import * as m0014 from './0014_filter_dates.js';
 import * as m0015 from './0015_postings_and_key_generation.js';
+import * as m0016 from './0016_keyword_generation.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   { name: '0001_auth', up: m0001.up },
@@ -32,4 +33,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0013_segmented_keywords', up: m0013.up },
   { name: '0014_filter_dates', up: m0014.up },
   { name: '0015_postings_and_key_generation', up: m0015.up },
+  { name: '0016_keyword_generation', up: m0016.up },
 ];

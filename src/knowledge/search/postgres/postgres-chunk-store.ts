@@ -25,6 +25,7 @@ import {
   keywordRows,
   purgeKeywordRows,
   updateStatistics,
+  bumpKeywordGeneration,
   type Removed,
 } from './keyword-rows.js';
 import { KeywordSearch } from './keyword-search.js';
@@ -176,6 +177,7 @@ export class PostgresChunkStore implements ChunkStore {
           chunks: chunks.length,
           tokens: tokenCounts.reduce((a, b) => a + b, 0),
         });
+        await bumpKeywordGeneration(client);
         return 'committed';
       });
     } catch (error) {
@@ -214,6 +216,7 @@ export class PostgresChunkStore implements ChunkStore {
         await purgeKeywordRows(client, ids);
         // Postings rows are per document (it is hidden: no search reads them).
         await deletePostings(client, documentId);
+        await bumpKeywordGeneration(client);
         for (const table of await this.vectors.all(client)) {
           await client.query(`delete from ${table} where chunk_id = any($1::text[])`, [ids]);
         }

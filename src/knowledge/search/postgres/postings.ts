@@ -51,6 +51,8 @@ export function packPostings(
 /** A packed postings row read back: typed-array columns of seq offsets, lengths and counts. */
 export class PackedPostings {
   readonly size: number;
+  /** Bytes of the packed row. */
+  readonly byteLength: number;
   readonly offsets: Uint32Array;
   readonly lengths: Uint32Array;
   readonly counts: Uint16Array;
@@ -58,6 +60,7 @@ export class PackedPostings {
   constructor(buffer: Uint8Array) {
     const n = Math.floor(buffer.length / POSTING_BYTES);
     this.size = n;
+    this.byteLength = buffer.length;
     // Views need 4-byte alignment (little-endian hosts only: the layout is little-endian).
     const bytes = buffer.byteOffset % 4 === 0 && LITTLE_ENDIAN ? buffer : new Uint8Array(buffer);
     if (!LITTLE_ENDIAN) {
