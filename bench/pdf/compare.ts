@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { buildConverter } from './build.js';
 import { buildCorpus, onPath, type Corpus } from './corpus.js';
 import {
   cellsInRow,
@@ -57,7 +58,7 @@ function runOurs(
   const out = join(cache, 'out.md');
   const child = spawnSync(
     process.execPath,
-    ['--import', 'tsx', 'bench/pdf/run-one.ts', root, file, command, out, mode],
+    [join(root, 'bench/run-one.js'), root, file, command, out, mode],
     { encoding: 'utf8', maxBuffer: 1 << 26 },
   );
   const last = child.stdout.trim().split('\n').at(-1) ?? '';
@@ -72,7 +73,7 @@ function runOurs(
 function runWorker(root: string, files: string[]): { ms: number; pages: number } {
   const child = spawnSync(
     process.execPath,
-    ['--import', 'tsx', 'bench/pdf/run-many.ts', root, 'text', ...files],
+    [join(root, 'bench/run-many.js'), root, 'text', ...files],
     { encoding: 'utf8' },
   );
   const last = child.stdout.trim().split('\n').at(-1) ?? '';
@@ -166,10 +167,15 @@ function print(rows: Row[], corpus: Corpus, before?: string, after?: string): vo
 export async function comparePdf(options: CompareOptions): Promise<void> {
   const cache = resolve(options.cache);
   const corpus = buildCorpus(cache, { manuals: options.manuals, scans: options.scans ? 3 : 0 });
+  // Each column's converter compiled, run by plain node as the pool's workers run it (build.ts).
   const roots: Record<string, string> = {
-    after: options.after === undefined ? resolve('.') : checkoutRef(cache, options.after),
+    after:
+      options.after === undefined
+        ? buildConverter(resolve('.'), join(cache, 'build-worktree'))
+        : buildConverter(checkoutRef(cache, options.after), join(cache, 'build-after')),
   };
-  if (options.before !== undefined) roots.before = checkoutRef(cache, options.before);
+  if (options.before !== undefined)
+    roots.before = buildConverter(checkoutRef(cache, options.before), join(cache, 'build-before'));
   const poppler = onPath('pdftotext');
   const rows: Row[] = [];
   const add = (
