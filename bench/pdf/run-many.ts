@@ -3,7 +3,7 @@
  * `node <root>/bench/run-many.js <root> <command> <file>...`, compiled by build.ts with the
  * converter of `<root>/src` and run by plain node like `dist/converter/cli.js --worker`. Prints one
  * JSON line: the pages, the time from before the converter's import to the last file's end
- * (start-up included), and the peak RSS.
+ * (start-up included), the peak RSS and the process's CPU time.
  */
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -23,5 +23,7 @@ for (const file of files) {
   pages += meta.pages ?? 0;
 }
 const ms = performance.now() - started;
-const maxRssKb = process.resourceUsage().maxRSS;
-console.log(JSON.stringify({ ms, pages, maxRssKb }));
+const { maxRSS: maxRssKb, userCPUTime, systemCPUTime } = process.resourceUsage();
+// CPU time of the whole process (Node's start included): what the load of the machine leaves alone.
+const cpuMs = (userCPUTime + systemCPUTime) / 1000;
+console.log(JSON.stringify({ ms, pages, maxRssKb, cpuMs }));
