@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { buildConverter } from './build.js';
 import { buildCorpus, onPath, type Corpus } from './corpus.js';
 import {
   cellsInRow,
@@ -57,7 +58,7 @@ function runOurs(
   const out = join(cache, 'out.md');
   const child = spawnSync(
     process.execPath,
-    ['--import', 'tsx', 'bench/pdf/run-one.ts', root, file, command, out, mode],
+    [join(root, 'bench/run-one.js'), root, file, command, out, mode],
     { encoding: 'utf8', maxBuffer: 1 << 26 },
   );
   const last = child.stdout.trim().split('\n').at(-1) ?? '';
@@ -69,17 +70,28 @@ function runOurs(
 }
 
 /** All `files` converted in one process, one after another (a pool worker's life). */
-function runWorker(root: string, files: string[]): { ms: number; pages: number } {
+function runWorker(root: string, files: string[]): { ms: number; pages: number; cpuMs: number } {
   const child = spawnSync(
     process.execPath,
-    ['--import', 'tsx', 'bench/pdf/run-many.ts', root, 'text', ...files],
+    [join(root, 'bench/run-many.js'), root, 'text', ...files],
     { encoding: 'utf8' },
   );
   const last = child.stdout.trim().split('\n').at(-1) ?? '';
   if (child.status !== 0 || !last.startsWith('{')) {
     throw new Error(`converting ${files.join(', ')} failed: ${child.stderr.slice(-500)}`);
   }
-  return JSON.parse(last) as { ms: number; pages: number };
+  return JSON.parse(last) as { ms: number; pages: number; cpuMs: number };
+}
+
+/** CPU milliseconds (user + system) of one `pdftotext` run, by /usr/bin/time; null without it. */
+function pdftotextCpu(file: string, layout: boolean): number | null {
+  if (!existsSync('/usr/bin/time')) return null;
+  const args = ['-f', '%U %S', 'pdftotext', ...(layout ? ['-layout'] : []), file, '/dev/null'];
+  const r = spawnSync('/usr/bin/time', args, { encoding: 'utf8' });
+  const [user, system] = (r.stderr.trim().split('\n').at(-1) ?? '').split(' ').map(Number);
+  return r.status === 0 && user !== undefined && system !== undefined
+    ? (user + system) * 1000
+    : null;
 }
 
 function pdftotext(file: string, layout: boolean): { text: string; ms: number } {
@@ -166,10 +178,15 @@ function print(rows: Row[], corpus: Corpus, before?: string, after?: string): vo
 export async function comparePdf(options: CompareOptions): Promise<void> {
   const cache = resolve(options.cache);
   const corpus = buildCorpus(cache, { manuals: options.manuals, scans: options.scans ? 3 : 0 });
+  // Each column's converter compiled, run by plain node as the pool's workers run it (build.ts).
   const roots: Record<string, string> = {
-    after: options.after === undefined ? resolve('.') : checkoutRef(cache, options.after),
+    after:
+      options.after === undefined
+        ? buildConverter(resolve('.'), join(cache, 'build-worktree'))
+        : buildConverter(checkoutRef(cache, options.after), join(cache, 'build-after')),
   };
-  if (options.before !== undefined) roots.before = checkoutRef(cache, options.before);
+  if (options.before !== undefined)
+    roots.before = buildConverter(checkoutRef(cache, options.before), join(cache, 'build-before'));
   const poppler = onPath('pdftotext');
   const rows: Row[] = [];
   const add = (
@@ -224,6 +241,7 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
 
   // Real manuals: heading recall against the outline, tables found, pages per second.
   const time: Record<string, number> = {};
+  const cpu: Record<string, number> = {};
   let pages = 0;
   const recalls: Record<string, number[]> = {};
   const blind: Record<string, { recall: number[]; precision: number[] }> = {};
@@ -270,6 +288,8 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
       for (const layout of [false, true]) {
         const tool = layout ? 'pdftotext -layout' : 'pdftotext';
         time[tool] = (time[tool] ?? 0) + pdftotext(manual.file, layout).ms;
+        const ms = pdftotextCpu(manual.file, layout);
+        if (ms !== null) cpu[tool] = (cpu[tool] ?? 0) + ms;
       }
     }
   }
@@ -307,18 +327,24 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
     // As the converter pool runs: one long-lived worker converts file after file (start-up
     // included); pdftotext, one process per file, is its peer.
     const worker: Record<string, Cell> = {};
+    const perCpu: Record<string, Cell> = {};
     for (const [tool, root] of Object.entries(roots)) {
       const run = runWorker(
         root,
         corpus.manuals.map((m) => m.file),
       );
       worker[tool] = (run.pages * 1000) / run.ms;
+      perCpu[tool] = (run.pages * 1000) / run.cpuMs;
     }
+    for (const [tool, ms] of Object.entries(cpu)) perCpu[tool] = (pages * 1000) / ms;
     for (const tool of ['pdftotext', 'pdftotext -layout']) {
       const ms = time[tool];
       if (ms !== undefined) worker[tool] = (pages * 1000) / ms;
     }
     add(`manuals: pages/s, one worker (all files in one process)`, 'high', 1, worker);
+    // The same per second of CPU (the worker's whole process; pdftotext's, one process per file):
+    // on a loaded machine the figure the load leaves alone.
+    add('manuals: pages per CPU second, one worker', 'high', 1, perCpu);
   }
 
   // Scans: the prose PDF OCR'd page by page (ours) and its 300-dpi renders (tesseract CLI).

@@ -1,7 +1,8 @@
 /**
- * One conversion in its own process, as a converter worker runs it: `tsx bench/pdf/run-one.ts
- * <source root> <file> <command> <out.md>`. The converter is imported from `<source root>/src`
- * (this checkout, or a `git archive` of the baseline ref), so before and after run the same way.
+ * One conversion in its own process, as a converter worker runs it: `node <root>/bench/run-one.js
+ * <root> <file> <command> <out.md>`, compiled by build.ts with the converter of `<root>/src` (this
+ * checkout, or a `git archive` of the baseline ref), so before and after run the same way (under
+ * tsx, `tsx bench/pdf/run-one.ts <source root> …` runs the sources, paying tsx's loader).
  * A fifth argument `no-outline` hides the PDF's outline (bookmarks) from the converter, so its
  * headings come from the text alone (the outline is then the truth they are scored against).
  * Prints one JSON line: conversion time (module loading excluded), pages, peak RSS.
@@ -21,7 +22,7 @@ if (mode === 'no-outline') {
   await doc.destroy();
 }
 type ConvertFile = typeof import('../../src/converter/convert-file.js').convertFile;
-const { convertFile } = (await import(resolve(root, 'src/converter/convert-file.ts'))) as {
+const { convertFile } = (await import(resolve(root, 'src/converter/convert-file.js'))) as {
   convertFile: ConvertFile;
 };
 const started = performance.now();

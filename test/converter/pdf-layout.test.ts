@@ -95,6 +95,19 @@ describe('layoutPages', () => {
     );
   });
 
+  it('takes a large line for a heading only with two letters in it (not a figure label)', () => {
+    const lines = [
+      line('Overview', 72, 720, 18),
+      line('Body text of the page, long enough to set the body size here.', 72, 700),
+      line('(3, 5) x', 72, 680, 18),
+      line('More body text of the page, long enough to set the size too.', 72, 660),
+      line('A  1', 72, 640, 18),
+      line('x y', 72, 620, 18),
+    ];
+    const [page] = layoutPages([{ kind: 'text', lines }]);
+    expect(page?.split('\n\n').filter((b) => b.startsWith('#'))).toEqual(['# Overview', '# x y']);
+  });
+
   it('a manual: one heading per wrapped title, numbered subsections, TOC entries, no folios', () => {
     const pages = MANUAL_PAGES.map((runs) => ({
       kind: 'text' as const,

@@ -16,8 +16,12 @@ export interface HeadingStyles {
   fonts: Map<string, number>;
 }
 
-/** Letters of a heading: a figure's `(3,5)` or `100` in a large size is none. */
-const titleLetters = (text: string) => text.match(/\p{L}/gu)?.length ?? 0;
+/**
+ * Whether a text has the two letters a heading needs: a figure's `(3,5)` or `100` in a large size
+ * is none. A test, not a count: it runs several times per line (a count allocated every letter).
+ */
+const TWO_LETTERS = /\p{L}\P{L}*\p{L}/u;
+const hasTitleLetters = (text: string) => TWO_LETTERS.test(text);
 
 /** A size rounded to half a point: the class sizes are compared by. */
 export const sizeKey = (size: number) => Math.round(size * 2) / 2;
@@ -96,7 +100,7 @@ const headingLike = (u: Usage, maxLines: number) =>
 export function learnHeadingStyles(pages: readonly Line[][], body: number): HeadingStyles {
   const plain = pages.map((lines) => {
     const toc = contentsLines(lines);
-    return lines.filter((l) => !toc.has(l) && l.mono !== true && titleLetters(l.text) >= 2);
+    return lines.filter((l) => !toc.has(l) && l.mono !== true && hasTitleLetters(l.text));
   });
   // Sizes: every class above the body's (a rounding step at least) used for short blocks.
   const bySize = usage(plain, (l) => {
@@ -125,7 +129,7 @@ export function learnHeadingStyles(pages: readonly Line[][], body: number): Head
 
 /** A line's size-based heading level (0: none); TOC and index lines are never headings. */
 export function sizeLevel(l: Line, styles: HeadingStyles, contents: ReadonlySet<Line>): number {
-  if (l.mono === true || titleLetters(l.text) < 2 || contents.has(l)) return 0;
+  if (l.mono === true || !hasTitleLetters(l.text) || contents.has(l)) return 0;
   return styles.sizes.get(sizeKey(l.size)) ?? 0;
 }
 
@@ -144,7 +148,7 @@ export function fontTitles(
   const titles = new Set<Line>();
   lines.forEach((l, i) => {
     if (l.font === undefined || !styles.fonts.has(l.font) || contents.has(l)) return;
-    if (Math.abs(l.size - body) > 0.1 * body || titleLetters(l.text) < 2 || l.text.length > 100)
+    if (Math.abs(l.size - body) > 0.1 * body || !hasTitleLetters(l.text) || l.text.length > 100)
       return;
     if (/[.,;:]$/.test(l.text)) return;
     const above = lines[i - 1];

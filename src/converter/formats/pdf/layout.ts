@@ -156,11 +156,20 @@ function pageBlocks(
   const titles = numberedTitles(lines, body, leading, contents);
   const bold = fontTitles(lines, styles, body, leading, contents);
   const fontLevel = (l: Line) => (l.font === undefined ? 0 : (styles.fonts.get(l.font) ?? 0));
-  const level = (l: Line) =>
-    outline.get(l)?.level ??
-    (titles.has(l)
-      ? numbered.level(sectionDepth(l.text))
-      : sizeLevel(l, styles, contents) || (bold.has(l) ? fontLevel(l) : 0));
+  // Asked several times per line by the paragraph rules: worked out once.
+  const levels = new Map<Line, number>();
+  const level = (l: Line) => {
+    let h = levels.get(l);
+    if (h === undefined) {
+      h =
+        outline.get(l)?.level ??
+        (titles.has(l)
+          ? numbered.level(sectionDepth(l.text))
+          : sizeLevel(l, styles, contents) || (bold.has(l) ? fontLevel(l) : 0));
+      levels.set(l, h);
+    }
+    return h;
+  };
   const blocks: Block[] = [];
   let para: Line[] = [];
   const flush = () => {
@@ -313,7 +322,12 @@ export function layoutPages(pages: readonly PageContent[]): string[] {
   const body = bodySize(textPages);
   const kept = dropRepeated(textPages, body)
     .map(dropPageNumbers)
-    .map((lines) => lines.map((l) => ({ ...l, text: combineAccents(l.text) })));
+    .map((lines) =>
+      lines.map((l) => {
+        const text = combineAccents(l.text);
+        return text === l.text ? l : { ...l, text };
+      }),
+    );
   const words = vocabulary(kept.flat().map((l) => l.text));
   const styles = learnHeadingStyles(kept, body);
   const numbered = new NumberedLevels();

@@ -132,13 +132,14 @@ export function extractTables(lines: readonly Line[]): Line[] {
     }
     const block = rows.slice(i, end + 1);
     const cells = block.flat();
-    const mean = cells.reduce((n, c) => n + c.text.length, 0) / Math.max(1, cells.length);
-    const words =
+    // Cell statistics only for a block that may be a table (most rows are a block of one).
+    const mean = () => cells.reduce((n, c) => n + c.text.length, 0) / Math.max(1, cells.length);
+    const words = () =>
       cells.reduce((n, c) => n + c.text.split(' ').length, 0) / Math.max(1, cells.length);
     if (
       block.length >= MIN_ROWS &&
-      mean <= MAX_MEAN_CELL &&
-      words <= MAX_MEAN_WORDS &&
+      mean() <= MAX_MEAN_CELL &&
+      words() <= MAX_MEAN_WORDS &&
       varyingColumns(block, head) >= 2 &&
       !isToc(block) &&
       !isIndex(block)

@@ -49,10 +49,11 @@ const WORD = /\p{L}+(?:-\p{L}+)*/gu;
 export function vocabulary(lines: readonly string[]): Set<string> {
   const words = new Set<string>();
   for (const line of lines) {
-    // A word split at the line end is not a word of the document.
-    const text = line.replace(/\p{L}+-\s*$/u, '');
-    for (const m of text.matchAll(WORD)) {
-      const word = m[0].toLowerCase();
+    // A word split at the line end is not a word of the document (the test first: the
+    // replacement alone tries every letter of the line as the word's start).
+    const text = /-\s*$/.test(line) ? line.replace(/\p{L}+-\s*$/u, '') : line;
+    for (const m of text.match(WORD) ?? []) {
+      const word = m.toLowerCase();
       words.add(word);
       if (word.includes('-')) for (const part of word.split('-')) words.add(part);
     }
