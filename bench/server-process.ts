@@ -115,3 +115,9 @@ export function processCpu(pid: number): ProcessCpu {
   }
   return { selfMs: field(own, 14) + field(own, 15), childrenMs };
 }
+
+/** CPU milliseconds of a process's main thread alone (its other threads left out). */
+export function mainThreadCpuMs(pid: number): number {
+  const f = statFields(`${pid}/task/${pid}`);
+  return f === null ? 0 : (Number(f[11] ?? 0) + Number(f[12] ?? 0)) * TICK_MS;
+}

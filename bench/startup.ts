@@ -10,12 +10,12 @@
  * migrated by one unmeasured start. The medians go to stdout.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchEnv } from './scale/fill.js';
-import { freePort } from './server-process.js';
+import { freePort, mainThreadCpuMs, processCpu } from './server-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -26,16 +26,8 @@ const { values } = parseArgs({
   },
 });
 
-const TICKS_PER_S = 100; // USER_HZ on Linux
 const dir = values.dir ?? mkdtempSync(join(tmpdir(), 'aps-bench-startup-'));
 const env = benchEnv(dir, 'aps_bench_startup_0123456789abcdefghijklmn');
-
-/** utime + stime of /proc/<path>/stat, in ms. */
-function cpuMs(path: string): number {
-  const stat = readFileSync(`/proc/${path}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_S;
-}
 
 interface Start {
   wallMs: number;
@@ -60,8 +52,8 @@ async function start(cli: string): Promise<Start> {
       );
       if (ok) {
         const wallMs = performance.now() - t0;
-        const pid = String(child.pid);
-        return { wallMs, cpuMs: cpuMs(pid), mainMs: cpuMs(`${pid}/task/${pid}`) };
+        const pid = child.pid ?? 0;
+        return { wallMs, cpuMs: processCpu(pid).selfMs, mainMs: mainThreadCpuMs(pid) };
       }
       await new Promise((r) => setTimeout(r, 20));
     }
