@@ -11,6 +11,7 @@ export default tseslint.config(
       'data/',
       'coverage/',
       'test-artifacts/',
+      'bench/.cache/',
       'eslint.config.js',
     ],
   },
