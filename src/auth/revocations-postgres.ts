@@ -8,7 +8,7 @@
  */
 import type pg from 'pg';
 import type { FastifyBaseLogger } from 'fastify';
-import { QueueListener } from '../queue/postgres/listener.js';
+import { QueueListener, type Notice } from '../queue/postgres/listener.js';
 import type { RevocationGeneration } from './revocations.js';
 
 export const REVOCATION_CHANNEL = 'aps_api_keys';
@@ -27,8 +27,8 @@ export class PostgresRevocations implements RevocationGeneration {
       poolOptions: pool.options,
       channel: REVOCATION_CHANNEL,
       log,
-      onNotice: () => {
-        this.refresh();
+      onNotice: (notice) => {
+        this.noticed(notice);
       },
       onConnected: () => {
         this.refresh();
@@ -54,6 +54,23 @@ export class PostgresRevocations implements RevocationGeneration {
       .catch((error: unknown) => {
         this.log.warn({ err: error }, 'could not read the API key generation');
       });
+  }
+
+  /**
+   * A bump committed somewhere (this instance's own revocations too: the LISTEN connection hears
+   * them). The notice carries the committed generation, and notices arrive in commit order, so a
+   * newer one is adopted as it is and one already known changes nothing; no window opens in which
+   * every request pays a full verification. A notice without a readable number reads it again.
+   */
+  private noticed(notice: Notice): void {
+    const generation = (notice as { generation?: unknown }).generation;
+    if (typeof generation !== 'number' || !Number.isSafeInteger(generation)) {
+      this.refresh();
+      return;
+    }
+    if (this.generation !== null && generation <= this.generation) return;
+    this.epoch++; // a read still in flight started before this commit: its answer is older
+    this.generation = generation;
   }
 
   async close(): Promise<void> {
