@@ -43,7 +43,7 @@ describe('formats end to end', () => {
       items: { content: string }[];
     }>().items;
     expect(chunks.map((c) => c.content).join('\n')).not.toContain('Annual Report 2024 |');
-  });
+  }, 60_000); // OCR through a converter process started cold: ~10 s alone, 20 s+ on a loaded CI
 
   it('PDF manual: clean section trails, TOC and index marked, pageEnd where a chunk spans pages', async () => {
     const { doc } = await ingest('manual.pdf', manualPdf(), 'manual');
@@ -119,5 +119,5 @@ describe('formats end to end', () => {
       await k.hits({ query: 'board expects further growth', projectId: 'tiff', topK: 1 })
     )[0];
     expect(second).toMatchObject({ page: 2 });
-  });
+  }, 60_000);
 });
