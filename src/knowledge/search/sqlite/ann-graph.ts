@@ -8,9 +8,15 @@
  * slice at a time with the event loop free in between (index-loader.ts drives it), and a search
  * scans that uncovered tail exactly, so a partly built graph is never less exact than a scan.
  *
+ * The graph holds the rows minus their mean vector μ (fixed when the graph is made) and is
+ * searched with the query minus μ. Embeddings crowd in a narrow cone (the default model's
+ * synthetic 100k corpus: mean pairwise cosine 0.80); centred, they spread over the sphere, and
+ * the graph's neighbourhoods and its int8 cells follow the directions that tell rows apart. The
+ * graph only proposes candidates: the index re-scores each exactly, so scores do not change.
+ *
  * Persisted beside the index's snapshot (index-snapshots.ts): the graph file's size and CRC-32
- * are in the snapshot's header, with the keys and `covered`; a graph file that does not match is
- * rebuilt from the rows, never trusted.
+ * are in the snapshot's header, with the keys, the mean and `covered`; a graph file that does not
+ * match is rebuilt from the rows, never trusted.
  */
 import { createRequire } from 'node:module';
 import type { Index } from 'usearch';
@@ -26,26 +32,42 @@ function loadUsearch(): typeof import('usearch') {
 }
 
 /**
- * HNSW links per node and the candidate lists of a build and a search. Embeddings crowd in a
- * narrow cone (the default model's synthetic 100k corpus: mean pairwise cosine 0.80), where a
- * graph needs more links and a longer search list than usearch's defaults (16, 64, 64). Measured
- * there, recall@10 after the exact re-scoring and p50 of a search (the int8 scan: 1.4 ms), with
- * queries near stored vectors (`npm run bench:ann`): 16 / 64 / 512 0.971, 3.6 ms; 16 / 128 / 512
- * 0.984, 1.6 ms; 32 / 64 / 512 0.994, 2.5 ms. With bench:scale's text queries (farther from the
- * rows) 32 / 64 / 512 gives only 0.86 (int8; float32 0.87), 1024 0.92, 4096 0.965 at ~20 ms: hence
- * SEARCH_ANN_MIN_VECTORS is off by default.
+ * HNSW links per node and the candidate lists of a build and a search. Measured on the synthetic
+ * 100k corpus with bench:scale's text queries, recall@10 after the exact re-scoring of the
+ * candidates (issue 13, README "Scale"): uncentred, a list of 640 reached only 0.874 (4096: 0.965
+ * at ~20 ms); centred, 160 gives 0.967, 320 0.995, 640 0.999; with the index's 80 best of a list
+ * of 320 re-scored (`npm run bench:ann -- <db> --text`), 0.991.
  */
 const CONNECTIVITY = 32;
 const EXPANSION_ADD = 64;
-const EXPANSION_SEARCH = 512;
+const EXPANSION_SEARCH = 320;
 /** Rows added to the graph per usearch call within a step. */
 const ADD_BATCH = 32;
 
-/** A graph's persisted keys: row → key, and the next key to give. */
+/** A graph's persisted keys (row → key, and the next key to give) and its rows' mean. */
 export interface GraphState {
   keyOf: Int32Array;
   nextKey: number;
   covered: number;
+  /** The mean the graph's vectors are centred on (`dims` floats). */
+  mean: Float32Array;
+}
+
+/** The mean of `count` rows of `dims` floats, over the rows `alive(r)` keeps (zeros if none). */
+export function meanOf(
+  vectors: Float32Array,
+  dims: number,
+  count: number,
+  alive: (r: number) => boolean,
+): Float32Array {
+  const sum = new Float64Array(dims);
+  let rows = 0;
+  for (let r = 0; r < count; r++) {
+    if (!alive(r)) continue;
+    rows++;
+    for (let j = 0; j < dims; j++) sum[j] = (sum[j] as number) + (vectors[r * dims + j] as number);
+  }
+  return Float32Array.from(sum, (v) => (rows === 0 ? 0 : v / rows));
 }
 
 function newIndex(dims: number): Index {
@@ -68,6 +90,7 @@ export class AnnGraph {
   /** Key → row, -1 for a deleted row. */
   private rowOf: Int32Array;
   private nextKey: number;
+  private readonly mean: Float32Array;
   /** Rows `[0, covered)` are in the graph (deleted ones removed from it). */
   covered: number;
 
@@ -80,14 +103,19 @@ export class AnnGraph {
     this.keyOf = state.keyOf;
     this.nextKey = state.nextKey;
     this.covered = state.covered;
+    if (state.mean.length !== dims) throw new RangeError('graph mean');
+    this.mean = state.mean;
     this.rowOf = new Int32Array(Math.max(1024, state.nextKey)).fill(-1);
   }
 
-  /** An empty graph over an index's `rows` existing rows (keys 0…rows-1, none covered yet). */
-  static create(dims: number, rows: number, capacity: number): AnnGraph {
+  /**
+   * An empty graph over an index's `rows` existing rows (keys 0…rows-1, none covered yet),
+   * centred on `mean` (meanOf the rows).
+   */
+  static create(dims: number, rows: number, capacity: number, mean: Float32Array): AnnGraph {
     const keyOf = new Int32Array(Math.max(capacity, rows));
     for (let r = 0; r < rows; r++) keyOf[r] = r;
-    const state = { keyOf, nextKey: rows, covered: 0 };
+    const state = { keyOf, nextKey: rows, covered: 0, mean };
     const graph = new AnnGraph(dims, newIndex(dims), state);
     graph.reserveKeys(rows);
     for (let r = 0; r < rows; r++) graph.rowOf[r] = r;
@@ -185,7 +213,9 @@ export class AnnGraph {
       if (rows.length > 0) {
         const batch = new Float32Array(rows.length * dims);
         rows.forEach((r, i) => {
-          batch.set(vectors.subarray(r * dims, (r + 1) * dims), i * dims);
+          for (let j = 0; j < dims; j++) {
+            batch[i * dims + j] = (vectors[r * dims + j] as number) - (this.mean[j] as number);
+          }
         });
         this.index.add(BigUint64Array.from(keys), batch, 1);
       }
@@ -197,7 +227,8 @@ export class AnnGraph {
   /** The rows of the `k` nearest graph nodes to a normalised query (deleted rows skipped). */
   search(query: Float32Array, k: number): number[] {
     if (this.index.size() === 0) return [];
-    const found = this.index.search(query, k, 1);
+    const centred = Float32Array.from(query, (v, j) => v - (this.mean[j] as number));
+    const found = this.index.search(centred, k, 1);
     const rows: number[] = [];
     for (const key of found.keys) {
       const r = this.rowOf[Number(key)] ?? -1;
@@ -222,6 +253,7 @@ export class AnnGraph {
       keyOf: this.keyOf.subarray(0, count),
       nextKey: this.nextKey,
       covered: this.covered,
+      mean: this.mean,
     };
   }
 

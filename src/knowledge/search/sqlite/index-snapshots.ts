@@ -266,22 +266,31 @@ export function vectorSections(state: VectorState): Map<string, Section> {
     ['scales', array([state.scales], 'f32')],
     ['int8', array([state.int8], 'i8')],
   ]);
-  if (state.graph !== undefined) sections.set('graphKeys', array([state.graph.keyOf], 'i32'));
+  if (state.graph !== undefined) {
+    sections.set('graphKeys', array([state.graph.keyOf], 'i32'));
+    sections.set('graphMean', array([state.graph.mean], 'f32'));
+  }
   return sections;
 }
 
-/** The graph's keys a vector snapshot holds (copied out of the file's buffer), if any. */
+/**
+ * The graph's keys and mean a vector snapshot holds (copied out of the file's buffer), if any. A
+ * graph saved without its mean (made uncentred, before issue 13's centring) is rebuilt.
+ */
 export function graphOfSnapshot(snapshot: Snapshot): { meta: GraphMeta; state: GraphState } | null {
   const meta = (snapshot.meta as unknown as Meta).graph;
   if (meta === undefined) return null;
   const keys = section(snapshot, 'graphKeys', Int32Array);
   if (keys.length !== (snapshot.meta as unknown as Meta).count) throw new SnapshotError('graph');
+  const mean = section(snapshot, 'graphMean', Float32Array);
+  if (mean.length !== (snapshot.meta as unknown as Meta).dims) throw new SnapshotError('graph');
   return {
     meta,
     state: {
       keyOf: keys.slice(),
       nextKey: meta.nextKey,
       covered: meta.covered,
+      mean: mean.slice(),
     },
   };
 }

@@ -12,7 +12,7 @@
  * The SQLite table stays the source of truth; search-indexes.ts loads this copy and keeps it
  * current.
  */
-import { AnnGraph, type GraphState } from './ann-graph.js';
+import { AnnGraph, meanOf, type GraphState } from './ann-graph.js';
 import {
   MAP_ENTRY_BYTES,
   POINTER_BYTES,
@@ -114,7 +114,9 @@ export class VectorIndex {
   /** Starts a graph once the index reached `annMin` live rows (built later, `buildGraph`). */
   startGraph(): void {
     if (this.graph !== null || this.size < this.annMin) return;
-    this.graph = AnnGraph.create(this.dims, this.count, this.capacity);
+    const alive = (r: number) => this.ids[r] !== '';
+    const mean = meanOf(this.floats, this.dims, this.count, alive);
+    this.graph = AnnGraph.create(this.dims, this.count, this.capacity, mean);
     for (let r = 0; r < this.count; r++) if (this.ids[r] === '') this.graph.removed(r);
   }
 
