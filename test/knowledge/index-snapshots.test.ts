@@ -139,8 +139,11 @@ describe('search index snapshots (SQLite)', () => {
     const restored = storeOf(entry, logs);
     expect(await restored.warm(MODEL)).toBe(20 + 30 + 40 + 50 + 15);
     expect(logs.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
+    // The keyword copy holds the vector copy's chunk id strings, not its own.
+    expect(restored.memoryReport()['keyword chunk ids']).toBe(0);
     const fresh = storeOf(entry);
     await fresh.warm(MODEL);
+    expect(fresh.memoryReport()['keyword chunk ids']).toBe(0);
     const expected = await evidence(fresh);
     expect(await evidence(restored)).toEqual(expected);
     expect(await evidence(writer)).toEqual(expected);

@@ -142,9 +142,11 @@ describe('postings of an index that changes', () => {
               chunkId: `${documentId}-${rowid}`,
               documentId,
               projectId: o.project,
-              columns: [name, section, content].map((c) =>
-                Int32Array.from(c, (l) => ids[l] ?? 0),
-              ) as KeywordRow['columns'],
+              columns: [
+                Int32Array.from(name, (l) => ids[l] ?? 0),
+                Int32Array.from(section, (l) => ids[l] ?? 0),
+                Int32Array.from(content, (l) => ids[l] ?? 0),
+              ],
             }));
             index.add(rows);
             for (const row of rows) model.push({ row, live: true });

@@ -87,6 +87,8 @@ export class KeywordStore {
   protected readonly rowsOfDocument = new Map<number, number[]>();
   /** Bumped by every change: a snapshot being written from live arrays is void when it moved. */
   mutations = 0;
+  /** Rows whose chunk id string was last found shared with a vector index (shareChunkIds). */
+  protected sharedIds = 0;
 
   /** The ids of the documents that have (or had) rows. */
   documentIdList(): string[] {
@@ -212,6 +214,31 @@ export class KeywordStore {
       const bytes = this.postings[id] as Uint8Array;
       if (bytes.length !== used) this.postings[id] = used === 0 ? NO_BYTES : bytes.slice(0, used);
     }
+  }
+
+  /**
+   * Swaps each row's chunk id for the equal string `same` gives (a vector index's own), so that
+   * both indexes hold one copy of each id: loaded from the tables or from snapshots, each had
+   * its own (a commit gives both the same string already). In slices (`slice` between them);
+   * rows added or renumbered meanwhile are harmless, since a string is only ever replaced by an
+   * equal one. Returns the rows sharing.
+   */
+  async shareChunkIds(
+    same: (chunkId: string) => string | undefined,
+    slice: () => Promise<void>,
+  ): Promise<number> {
+    let shared = 0;
+    for (let r = 0; r < this.count; r++) {
+      const id = this.chunkIds[r];
+      const found = id === undefined ? undefined : same(id);
+      if (found !== undefined) {
+        this.chunkIds[r] = found;
+        shared++;
+      }
+      if ((r & 0x3fff) === 0x3fff) await slice();
+    }
+    this.sharedIds = shared;
+    return shared;
   }
 
   /**
@@ -408,7 +435,9 @@ export class KeywordStore {
       'keyword postings': postings,
       'keyword rows': bytes(rowArrays),
       'keyword search scratch': bytes(scratch),
-      'keyword chunk ids': this.count * stringBytes,
+      // The strings shared with a vector index are counted there (an estimate: rows added
+      // since the last sharing count as not shared, though a commit's are).
+      'keyword chunk ids': Math.max(0, this.count - this.sharedIds) * stringBytes,
     };
   }
 }
