@@ -7,12 +7,14 @@
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SqliteDatabase } from '../../src/db/database.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
 import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
+import { SNAPSHOT_FORMAT } from '../../src/knowledge/search/sqlite/index-snapshots.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
 import { insertIndexingDocument } from './helpers.js';
@@ -137,8 +139,11 @@ describe('search index snapshots (SQLite)', () => {
     const restored = storeOf(entry, logs);
     expect(await restored.warm(MODEL)).toBe(20 + 30 + 40 + 50 + 15);
     expect(logs.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
+    // The keyword copy holds the vector copy's chunk id strings, not its own.
+    expect(restored.memoryReport()['keyword chunk ids']).toBe(0);
     const fresh = storeOf(entry);
     await fresh.warm(MODEL);
+    expect(fresh.memoryReport()['keyword chunk ids']).toBe(0);
     const expected = await evidence(fresh);
     expect(await evidence(restored)).toEqual(expected);
     expect(await evidence(writer)).toEqual(expected);
@@ -163,6 +168,32 @@ describe('search index snapshots (SQLite)', () => {
     const again: string[] = [];
     await storeOf(entry, again).warm(MODEL);
     expect(again.some((l) => l.startsWith('search index snapshot not used'))).toBe(true);
+  });
+
+  it('a snapshot of an older format (keyword postings as Int32 rows) is rebuilt, not trusted', async () => {
+    const { dir, entry } = await saved();
+    const path = join(dir, 'search-snapshots', 'aps.sqlite.keyword.snapshot');
+    // The same file as format 1 would have it: the header says 1, the checksum is right.
+    const bytes = readFileSync(path);
+    const header = bytes.subarray(12, 12 + bytes.readUInt32LE(8));
+    const at = header.indexOf(`"format":${SNAPSHOT_FORMAT}`);
+    expect(at).toBeGreaterThan(0);
+    header.write('1', at + '"format":'.length);
+    bytes.writeUInt32LE(crc32(bytes.subarray(0, bytes.length - 4)) >>> 0, bytes.length - 4);
+    writeFileSync(path, bytes);
+    const logs: string[] = [];
+    const store = storeOf(entry, logs);
+    await store.warm(MODEL);
+    expect(logs).toContain('search index snapshot not used: another format');
+    expect(logs.filter((l) => l === 'search index snapshot loaded')).toHaveLength(1);
+    const fresh = storeOf(entry);
+    await fresh.warm(MODEL);
+    expect(await evidence(store)).toEqual(await evidence(fresh));
+    // Written again in this build's format.
+    await store.saveIndexes();
+    const again: string[] = [];
+    await storeOf(entry, again).warm(MODEL);
+    expect(again.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
   });
 
   it("another database's snapshots (a copied or restored file) are not used", async () => {

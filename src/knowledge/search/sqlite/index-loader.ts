@@ -130,8 +130,24 @@ export class IndexLoader {
       }
       this.indexes.keyword ??= copy;
     }
+    await this.shareChunkIds();
     // A copy built from the tables is saved at once: the next start should not build it again.
     this.changed(built ? 0 : undefined);
+  }
+
+  /** The keyword copy takes the vector copies' chunk id strings: one copy of each in memory. */
+  private async shareChunkIds(): Promise<void> {
+    const keyword = this.indexes.keyword?.index;
+    const vectors = [...this.indexes.vectors.values()].map((c) => c.index);
+    if (keyword === undefined || vectors.length === 0) return;
+    const same = (id: string): string | undefined => {
+      for (const vector of vectors) {
+        const found = vector.sameId(id);
+        if (found !== undefined) return found;
+      }
+      return undefined;
+    };
+    await keyword.shareChunkIds(same, slicer());
   }
 
   /** Gives a restored vector copy its snapshot's graph, when the graph file checks out. */

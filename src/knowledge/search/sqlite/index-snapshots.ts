@@ -27,8 +27,11 @@ import {
 } from './snapshot-file.js';
 import { VectorIndex, type VectorIndexOptions, type VectorState } from './vector-index.js';
 
-/** Bumped when the layout of a snapshot changes: older files are rebuilt. */
-const FORMAT = 1;
+/**
+ * Bumped when the layout of a snapshot changes: older files are rebuilt. 2: keyword postings as
+ * bytes (keyword-postings.ts) instead of Int32 rows and Uint16 counts.
+ */
+export const SNAPSHOT_FORMAT = 2;
 
 /** A vector snapshot's graph (ann-graph.ts): its file beside the snapshot, checked on load. */
 export interface GraphMeta {
@@ -97,7 +100,7 @@ export class SnapshotFiles {
       throw error;
     }
     const meta = snapshot.meta as Partial<Meta>;
-    if (meta.format !== FORMAT || meta.kind !== kind) return { why: 'another format' };
+    if (meta.format !== SNAPSHOT_FORMAT || meta.kind !== kind) return { why: 'another format' };
     if (meta.database !== this.identity()) return { why: 'another database' };
     if (meta.tokenizer !== FTS5_TOKENIZE) return { why: 'another tokenizer' };
     const at = meta.generation;
@@ -168,7 +171,7 @@ export class SnapshotFiles {
   ): Promise<boolean> {
     mkdirSync(this.dir, { recursive: true });
     const full: Meta = {
-      format: FORMAT,
+      format: SNAPSHOT_FORMAT,
       database: this.identity(),
       tokenizer: FTS5_TOKENIZE,
       kind,
@@ -188,7 +191,7 @@ const array = (
 const strings = (list: readonly string[]): Section => ({ type: 'strings', list });
 
 export function keywordSections(state: KeywordState, lexer: Fts5Lexer): Map<string, Section> {
-  const lengths = Int32Array.from(state.postingRows, (rows) => rows.length);
+  const lengths = Int32Array.from(state.postings, (bytes) => bytes.length);
   return new Map([
     ['rowids', array([state.rowids], 'f64')],
     ['documentOf', array([state.documentOf], 'i32')],
@@ -198,10 +201,10 @@ export function keywordSections(state: KeywordState, lexer: Fts5Lexer): Map<stri
     ['chunkIds', strings(state.chunkIds)],
     ['documentIds', strings(state.documentIds)],
     ['projectIds', strings(state.projectIds)],
-    ['lexemes', strings(state.postingRows.map((_, id) => lexer.lexeme(id)))],
+    ['lexemes', strings(state.postings.map((_, id) => lexer.lexeme(id)))],
     ['postingLengths', array([lengths], 'i32')],
-    ['postingRows', array(state.postingRows, 'i32')],
-    ['postingCounts', array(state.postingCounts, 'u16')],
+    ['postingLast', array([state.postingLast], 'i32')],
+    ['postings', array(state.postings, 'u8')],
   ]);
 }
 
@@ -220,17 +223,22 @@ function list(snapshot: Snapshot, name: string): string[] {
 export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): KeywordIndex {
   const meta = snapshot.meta as unknown as Meta;
   const lengths = section(snapshot, 'postingLengths', Int32Array);
-  const rows = section(snapshot, 'postingRows', Int32Array);
-  const counts = section(snapshot, 'postingCounts', Uint16Array);
-  const postingRows: Int32Array[] = [];
-  const postingCounts: Uint16Array[] = [];
+  const postingLast = section(snapshot, 'postingLast', Int32Array);
+  // Copied out of the file's buffer, which can then go (the row arrays are copied too).
+  const bytes = section(snapshot, 'postings', Uint8Array).slice();
+  const postings: Uint8Array[] = [];
   let at = 0;
-  for (const length of lengths) {
-    postingRows.push(rows.subarray(at, at + length));
-    postingCounts.push(counts.subarray(at, at + length));
+  for (const [i, length] of lengths.entries()) {
+    const last = postingLast[i] ?? meta.count;
+    if (length < 0 || last >= meta.count || (length === 0) !== (last === -1)) {
+      throw new SnapshotError('postings');
+    }
+    postings.push(bytes.subarray(at, at + length));
     at += length;
   }
-  if (at !== rows.length || at !== counts.length) throw new SnapshotError('postings');
+  if (at !== bytes.length || postingLast.length !== lengths.length) {
+    throw new SnapshotError('postings');
+  }
   const lexemes = list(snapshot, 'lexemes');
   if (lexemes.length !== lengths.length) throw new SnapshotError('lexemes');
   const state: KeywordState = {
@@ -244,8 +252,8 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
     alive: section(snapshot, 'alive', Uint8Array),
     documentIds: list(snapshot, 'documentIds'),
     projectIds: list(snapshot, 'projectIds'),
-    postingRows,
-    postingCounts,
+    postings,
+    postingLast: postingLast.slice(),
   };
   checkRows(state, [state.rowids, state.documentOf, state.projectOf, state.lengths, state.alive]);
   return KeywordIndex.fromState(

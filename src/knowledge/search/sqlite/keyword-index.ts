@@ -63,13 +63,32 @@ export class KeywordIndex extends KeywordStore {
     return index;
   }
 
-  /** Live rows holding the lexeme (FTS5's n(t)); 0 for -1 or an unknown id. */
+  /**
+   * Live rows holding the lexeme (FTS5's n(t)); 0 for -1 or an unknown id. Kept per lexeme
+   * until a delete: counted again from its list then (decoded as in keyword-postings.ts).
+   */
   private matching(id: number): number {
-    if (id < 0 || id >= this.postingRows.length) return 0;
-    const rows = this.postingRows[id] as Int32Array;
-    const length = this.postingLengths[id] as number;
+    if (id < 0 || id >= this.postings.length) return 0;
+    if (this.liveAt[id] === this.epoch) return this.liveRows[id] as number;
+    const bytes = this.postings[id] as Uint8Array;
+    const used = this.postingBytes[id] as number;
+    const alive = this.alive;
     let hits = 0;
-    for (let i = 0; i < length; i++) hits += this.alive[rows[i] as number] as number;
+    let row = -1;
+    for (let p = 0; p < used;) {
+      let b = bytes[p++] as number;
+      let v = b & 0x7f;
+      for (let shift = 7; b >= 0x80; shift += 7) {
+        b = bytes[p++] as number;
+        v |= (b & 0x7f) << shift;
+      }
+      row += v >>> 1;
+      // The count's bytes: skipped.
+      if ((v & 1) === 0) while ((bytes[p++] as number) >= 0x80);
+      hits += alive[row] as number;
+    }
+    this.liveRows[id] = hits;
+    this.liveAt[id] = this.epoch;
     return hits;
   }
 
@@ -144,23 +163,37 @@ export class KeywordIndex extends KeywordStore {
     touched: RowList,
     seen?: Int32Array,
   ): boolean {
-    if (id < 0 || id >= this.postingRows.length) return false;
-    const rows = this.postingRows[id] as Int32Array;
-    const counts = this.postingCounts[id] as Uint16Array;
-    const length = this.postingLengths[id] as number;
+    const hits = this.matching(id);
+    if (hits === 0) return false;
+    const bytes = this.postings[id] as Uint8Array;
+    const used = this.postingBytes[id] as number;
     const alive = this.alive;
     const lengths = this.lengths;
-    let hits = 0;
-    for (let i = 0; i < length; i++) hits += alive[rows[i] as number] as number;
-    if (hits === 0) return false;
     const idf = idfOf(this.size, hits);
     const { project, allowed, avgdl } = scope;
-    for (let i = 0; i < length; i++) {
-      const r = rows[i] as number;
+    // Decoded in line, as keyword-postings.ts decodePostings does.
+    let r = -1;
+    for (let p = 0; p < used;) {
+      let b = bytes[p++] as number;
+      let v = b & 0x7f;
+      for (let shift = 7; b >= 0x80; shift += 7) {
+        b = bytes[p++] as number;
+        v |= (b & 0x7f) << shift;
+      }
+      r += v >>> 1;
+      let doubled = 2;
+      if ((v & 1) === 0) {
+        b = bytes[p++] as number;
+        doubled = b & 0x7f;
+        for (let shift = 7; b >= 0x80; shift += 7) {
+          b = bytes[p++] as number;
+          doubled |= (b & 0x7f) << shift;
+        }
+      }
       if (alive[r] !== 1) continue;
       if (project !== -2 && this.projectOf[r] !== project) continue;
       if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
-      const f = (counts[i] as number) / 2;
+      const f = doubled / 2;
       const d = lengths[r] as number;
       const s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
       if (scores[r] === 0) touched.push(r);
@@ -172,6 +205,7 @@ export class KeywordIndex extends KeywordStore {
 
   /** Scores an all-of group: its lexemes' terms count only in the rows holding every one. */
   private scoreGroup(group: readonly number[], scope: Scope, touched: RowList): void {
+    if (this.groupScores.length < this.capacity) this.groupScratch();
     const partial = this.groupScores;
     const seen = this.groupSeen;
     const rows = this.groupRows;

@@ -1,9 +1,11 @@
 /**
  * The rows and postings of the in-process keyword index (keyword-index.ts ranks them): typed
- * arrays per row and one posting list per lexeme, kept in step with the FTS5 table by adds and
- * document deletes, exported for a snapshot and restored from one (index-snapshots.ts).
+ * arrays per row and one posting list per lexeme (bytes: keyword-postings.ts), kept in step with
+ * the FTS5 table by adds and document deletes, exported for a snapshot and restored from one
+ * (index-snapshots.ts).
  */
 import { COLUMN_WEIGHTS } from '../bm25.js';
+import { MAX_POSTING_BYTES, MAX_ROWS, NO_BYTES, writePosting } from './keyword-postings.js';
 
 /**
  * The bm25() weights of the indexed columns (document_name, section_path, content) doubled:
@@ -34,19 +36,29 @@ export interface KeywordState {
   alive: Uint8Array;
   documentIds: string[];
   projectIds: string[];
-  /** By lexeme id: the rows holding it, and its doubled weighted count in each. */
-  postingRows: Int32Array[];
-  postingCounts: Uint16Array[];
+  /** By lexeme id: its posting list's bytes (keyword-postings.ts), exactly. */
+  postings: Uint8Array[];
+  /** By lexeme id: the last row of its list (-1: none), where the next gap starts from. */
+  postingLast: Int32Array;
 }
 
-const NO_ROWS = new Int32Array(0);
-const NO_COUNTS = new Uint16Array(0);
-
 export class KeywordStore {
-  // Postings by lexeme id: the rows containing it and its doubled weighted count in each.
-  protected postingRows: Int32Array[] = [];
-  protected postingCounts: Uint16Array[] = [];
-  protected postingLengths = new Int32Array(0);
+  /**
+   * Postings by lexeme id: the rows containing it and its doubled weighted count in each,
+   * encoded (keyword-postings.ts), with room at the end for the rows added next (new rows have
+   * the highest numbers: they append). Compaction re-encodes them.
+   */
+  protected postings: Uint8Array[] = [];
+  /** By lexeme id: the bytes its list uses, and the last row in it (-1: none). */
+  protected postingBytes = new Int32Array(0);
+  protected postingLast = new Int32Array(0);
+  /**
+   * By lexeme id: the live rows holding it (FTS5's n(t)), known while `liveAt[id]` is `epoch`;
+   * a delete moves the epoch, and the next search counts again (adds keep the known counts).
+   */
+  protected liveRows = new Int32Array(0);
+  protected liveAt = new Uint32Array(0);
+  protected epoch = 1;
   /** Per-row tally by lexeme id while adding, all zero between rows. */
   protected tally = new Int32Array(0);
   // Per row (row numbers ascend with rowids, as rows are added in rowid order).
@@ -58,7 +70,10 @@ export class KeywordStore {
   protected alive = new Uint8Array(0);
   /** Score accumulator of a search, all zero between searches. */
   protected scratch = new Float64Array(0);
-  /** A group's scores and lexeme counts per row while it is scored, all zero otherwise. */
+  /**
+   * A group's scores and lexeme counts per row while it is scored, all zero otherwise; made at
+   * the first search with an all-of group (a CJK or Thai word), so most indexes never hold them.
+   */
   protected groupScores = new Float64Array(0);
   protected groupSeen = new Int32Array(0);
   protected capacity = 0;
@@ -72,6 +87,8 @@ export class KeywordStore {
   protected readonly rowsOfDocument = new Map<number, number[]>();
   /** Bumped by every change: a snapshot being written from live arrays is void when it moved. */
   mutations = 0;
+  /** Rows whose chunk id string was last found shared with a vector index (shareChunkIds). */
+  protected sharedIds = 0;
 
   /** The ids of the documents that have (or had) rows. */
   documentIdList(): string[] {
@@ -102,14 +119,20 @@ export class KeywordStore {
     this.lengths = grow(this.lengths, new Int32Array(capacity));
     this.alive = grow(this.alive, new Uint8Array(capacity));
     this.scratch = new Float64Array(capacity);
-    this.groupScores = new Float64Array(capacity);
-    this.groupSeen = new Int32Array(capacity);
     this.capacity = capacity;
+    if (this.groupScores.length > 0) this.groupScratch();
+  }
+
+  /** (Re)makes the scratch of all-of groups for the current capacity. */
+  protected groupScratch(): void {
+    this.groupScores = new Float64Array(this.capacity);
+    this.groupSeen = new Int32Array(this.capacity);
   }
 
   /** Adds rows; their rowids must be above every rowid already added. */
   add(rows: readonly KeywordRow[]): void {
     this.mutations++;
+    if (this.count + rows.length > MAX_ROWS) throw new RangeError('keyword index: too many rows');
     this.reserve(this.count + rows.length);
     const lexemes: number[] = [];
     for (const row of rows) {
@@ -155,44 +178,67 @@ export class KeywordStore {
     const tally = new Int32Array(capacity);
     tally.set(this.tally);
     this.tally = tally;
-    const lengths = new Int32Array(capacity);
-    lengths.set(this.postingLengths);
-    this.postingLengths = lengths;
-    for (let id = this.postingRows.length; id < capacity; id++) {
-      this.postingRows.push(NO_ROWS);
-      this.postingCounts.push(NO_COUNTS);
-    }
+    const grown = <T extends Int32Array | Uint32Array>(old: T, next: T, fill: number): T => {
+      next.fill(fill, old.length);
+      next.set(old);
+      return next;
+    };
+    this.postingBytes = grown(this.postingBytes, new Int32Array(capacity), 0);
+    this.postingLast = grown(this.postingLast, new Int32Array(capacity), -1);
+    this.liveRows = grown(this.liveRows, new Int32Array(capacity), 0);
+    this.liveAt = grown(this.liveAt, new Uint32Array(capacity), 0);
+    for (let id = this.postings.length; id < capacity; id++) this.postings.push(NO_BYTES);
     return tally;
   }
 
   protected post(id: number, row: number, doubled: number): void {
-    const length = this.postingLengths[id] as number;
-    let rows = this.postingRows[id] as Int32Array;
-    let counts = this.postingCounts[id] as Uint16Array;
-    if (length === rows.length) {
-      rows = new Int32Array(Math.max(4, length * 2));
-      rows.set(this.postingRows[id] as Int32Array);
-      counts = new Uint16Array(rows.length);
-      counts.set(this.postingCounts[id] as Uint16Array);
-      this.postingRows[id] = rows;
-      this.postingCounts[id] = counts;
+    const used = this.postingBytes[id] as number;
+    let bytes = this.postings[id] as Uint8Array;
+    if (used + MAX_POSTING_BYTES > bytes.length) {
+      // Grown by half: a list's slack stays a third of it at most (trim() gives it back).
+      const grown = new Uint8Array(Math.max(16, Math.ceil(bytes.length * 1.5), used + 16));
+      grown.set(bytes.subarray(0, used));
+      this.postings[id] = bytes = grown;
     }
-    rows[length] = row;
-    // A chunk would need 21,845 occurrences of one word in its name to saturate this.
-    counts[length] = Math.min(doubled, 0xffff);
-    this.postingLengths[id] = length + 1;
+    // A chunk would need 21,845 occurrences of one word in its name to saturate the count.
+    const gap = row - (this.postingLast[id] as number);
+    this.postingBytes[id] = writePosting(bytes, used, gap, Math.min(doubled, 0xffff));
+    this.postingLast[id] = row;
+    if (this.liveAt[id] === this.epoch) this.liveRows[id] = (this.liveRows[id] as number) + 1;
   }
 
-  /** Gives back the room lists grew into (after a bulk load: about a third of their memory). */
+  /** Gives back the room lists grew into (after a bulk load). */
   trim(): void {
-    for (let id = 0; id < this.postingRows.length; id++) {
-      const length = this.postingLengths[id] as number;
-      const rows = this.postingRows[id] as Int32Array;
-      if (rows.length === length) continue;
-      this.postingRows[id] = length === 0 ? NO_ROWS : rows.slice(0, length);
-      this.postingCounts[id] =
-        length === 0 ? NO_COUNTS : (this.postingCounts[id] as Uint16Array).slice(0, length);
+    for (let id = 0; id < this.postings.length; id++) {
+      const used = this.postingBytes[id] as number;
+      const bytes = this.postings[id] as Uint8Array;
+      if (bytes.length !== used) this.postings[id] = used === 0 ? NO_BYTES : bytes.slice(0, used);
     }
+  }
+
+  /**
+   * Swaps each row's chunk id for the equal string `same` gives (a vector index's own), so that
+   * both indexes hold one copy of each id: loaded from the tables or from snapshots, each had
+   * its own (a commit gives both the same string already). In slices (`slice` between them);
+   * rows added or renumbered meanwhile are harmless, since a string is only ever replaced by an
+   * equal one. Returns the rows sharing.
+   */
+  async shareChunkIds(
+    same: (chunkId: string) => string | undefined,
+    slice: () => Promise<void>,
+  ): Promise<number> {
+    let shared = 0;
+    for (let r = 0; r < this.count; r++) {
+      const id = this.chunkIds[r];
+      const found = id === undefined ? undefined : same(id);
+      if (found !== undefined) {
+        this.chunkIds[r] = found;
+        shared++;
+      }
+      if ((r & 0x3fff) === 0x3fff) await slice();
+    }
+    this.sharedIds = shared;
+    return shared;
   }
 
   /**
@@ -225,6 +271,8 @@ export class KeywordStore {
       this.tokens -= this.lengths[r] ?? 0;
       this.dead++;
     }
+    // The lexemes of the rows are not at hand: every live count is counted again when used.
+    if (rows.length > 0) this.epoch++;
     if (this.dead > 1024 && this.dead * 4 > this.count) this.compact();
   }
 
@@ -247,24 +295,8 @@ export class KeywordStore {
     this.chunkIds.length = to;
     this.count = to;
     this.dead = 0;
-    for (let id = 0; id < this.postingRows.length; id++) {
-      const rows = this.postingRows[id] as Int32Array;
-      const counts = this.postingCounts[id] as Uint16Array;
-      const length = this.postingLengths[id] as number;
-      let kept = 0;
-      for (let i = 0; i < length; i++) {
-        const r = renumber[rows[i] as number] as number;
-        if (r < 0) continue;
-        rows[kept] = r;
-        counts[kept] = counts[i] as number;
-        kept++;
-      }
-      this.postingLengths[id] = kept;
-      if (kept === 0) {
-        this.postingRows[id] = NO_ROWS;
-        this.postingCounts[id] = NO_COUNTS;
-      }
-    }
+    this.epoch++;
+    for (let id = 0; id < this.postings.length; id++) this.compactList(id, renumber);
     this.rowsOfDocument.clear();
     for (let r = 0; r < this.count; r++) {
       const document = this.documentOf[r] ?? 0;
@@ -275,12 +307,57 @@ export class KeywordStore {
   }
 
   /**
+   * Re-encodes a list without the deleted rows, renumbered, in place: a kept posting's gap is at
+   * most the sum of the gaps it replaces, and a varint of a sum is no longer than the varints
+   * of its terms, so the writes never overtake the reads. Every row it keeps is live.
+   */
+  private compactList(id: number, renumber: Int32Array): void {
+    const used = this.postingBytes[id] as number;
+    if (used === 0) return;
+    const bytes = this.postings[id] as Uint8Array;
+    let row = -1;
+    let last = -1;
+    let at = 0;
+    let kept = 0;
+    for (let p = 0; p < used;) {
+      let b = bytes[p++] as number;
+      let v = b & 0x7f;
+      for (let shift = 7; b >= 0x80; shift += 7) {
+        b = bytes[p++] as number;
+        v |= (b & 0x7f) << shift;
+      }
+      row += v >>> 1;
+      let doubled = 2;
+      if ((v & 1) === 0) {
+        b = bytes[p++] as number;
+        doubled = b & 0x7f;
+        for (let shift = 7; b >= 0x80; shift += 7) {
+          b = bytes[p++] as number;
+          doubled |= (b & 0x7f) << shift;
+        }
+      }
+      const r = renumber[row] as number;
+      if (r < 0) continue;
+      at = writePosting(bytes, at, r - last, doubled);
+      last = r;
+      kept++;
+    }
+    this.postingBytes[id] = at;
+    this.postingLast[id] = last;
+    this.liveRows[id] = kept;
+    this.liveAt[id] = this.epoch;
+    // Lists that lost a quarter or more give the room back.
+    if (at === 0) this.postings[id] = NO_BYTES;
+    else if (at * 4 < bytes.length * 3) this.postings[id] = bytes.slice(0, at);
+  }
+
+  /**
    * The rows and postings as plain arrays, for a snapshot: views of the live arrays (valid until
    * the next change, see `mutations`), deleted rows included (not alive).
    */
   state(): KeywordState {
     const n = this.count;
-    const lexemes = this.postingRows.length;
+    const lexemes = this.postings.length;
     return {
       count: n,
       tokens: this.tokens,
@@ -292,18 +369,17 @@ export class KeywordStore {
       alive: this.alive.subarray(0, n),
       documentIds: this.documentIds.slice(),
       projectIds: [...this.projectNumbers.keys()],
-      postingRows: Array.from({ length: lexemes }, (_, id) =>
-        (this.postingRows[id] as Int32Array).subarray(0, this.postingLengths[id]),
+      postings: Array.from({ length: lexemes }, (_, id) =>
+        (this.postings[id] as Uint8Array).subarray(0, this.postingBytes[id]),
       ),
-      postingCounts: Array.from({ length: lexemes }, (_, id) =>
-        (this.postingCounts[id] as Uint16Array).subarray(0, this.postingLengths[id]),
-      ),
+      postingLast: this.postingLast.subarray(0, lexemes),
     };
   }
 
   /**
    * An index holding a snapshot's rows. Row arrays are copied; posting lists are kept as given
-   * (views of the snapshot's buffer), their lexeme ids mapped through `lexemeIds`.
+   * (views of one buffer: a list that grows moves out of it), their lexeme ids mapped through
+   * `lexemeIds`.
    */
   protected restore(state: KeywordState, lexemeIds: Int32Array): void {
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- reads as the restored index
@@ -326,12 +402,12 @@ export class KeywordStore {
     let max = 0;
     for (const id of lexemeIds) max = Math.max(max, id + 1);
     index.growLexemes(max);
-    state.postingRows.forEach((rows, i) => {
+    state.postings.forEach((bytes, i) => {
       const id = lexemeIds[i] as number;
       if (id < 0) return;
-      index.postingRows[id] = rows;
-      index.postingCounts[id] = state.postingCounts[i] ?? NO_COUNTS;
-      index.postingLengths[id] = rows.length;
+      index.postings[id] = bytes;
+      index.postingBytes[id] = bytes.length;
+      index.postingLast[id] = state.postingLast[i] ?? -1;
     });
     for (let r = 0; r < n; r++) {
       if (index.alive[r] !== 1) {
@@ -347,20 +423,21 @@ export class KeywordStore {
 
   /** Bytes held per structure (typed arrays exactly; strings estimated, see vector-index.ts). */
   memoryReport(stringBytes: number): Record<string, number> {
-    let postings = 0;
-    for (let id = 0; id < this.postingRows.length; id++) {
-      postings += (this.postingRows[id] as Int32Array).byteLength;
-      postings += (this.postingCounts[id] as Uint16Array).byteLength;
-    }
-    const rowArrays = [this.rowids, this.documentOf, this.projectOf, this.lengths, this.alive];
-    const scratch = [this.scratch, this.groupScores, this.groupSeen, this.tally];
     const bytes = (arrays: { byteLength: number }[]) =>
       arrays.reduce((a, b) => a + b.byteLength, 0);
+    // The lists (with their room to grow) and what is kept per lexeme to append and count.
+    const postings =
+      bytes(this.postings) +
+      bytes([this.postingBytes, this.postingLast, this.liveRows, this.liveAt]);
+    const rowArrays = [this.rowids, this.documentOf, this.projectOf, this.lengths, this.alive];
+    const scratch = [this.scratch, this.groupScores, this.groupSeen, this.tally];
     return {
       'keyword postings': postings,
       'keyword rows': bytes(rowArrays),
       'keyword search scratch': bytes(scratch),
-      'keyword chunk ids': this.count * stringBytes,
+      // The strings shared with a vector index are counted there (an estimate: rows added
+      // since the last sharing count as not shared, though a commit's are).
+      'keyword chunk ids': Math.max(0, this.count - this.sharedIds) * stringBytes,
     };
   }
 }

@@ -447,6 +447,12 @@ export class VectorIndex {
     };
   }
 
+  /** This index's own string for a chunk id it holds (the keyword index shares it). */
+  sameId(chunkId: string): string | undefined {
+    const r = this.rowOf.get(chunkId);
+    return r === undefined ? undefined : this.ids[r];
+  }
+
   /** Cosine similarity of `vector` with each given chunk that has a row. */
   similarities(vector: Float32Array, chunkIds: readonly string[]): Map<string, number> {
     const result = new Map<string, number>();

@@ -1,0 +1,91 @@
+/**
+ * The byte encoding of one lexeme's posting list in the keyword index (keyword-store.ts): per
+ * posting, the gap from the previous row number (the first from -1) and the row's doubled
+ * weighted count, as unsigned LEB128 varints. The gap is shifted left by one and its low bit
+ * set when the count is 2 (the word once in the content, most postings), which then takes no
+ * byte of its own: Lucene's trick for freq = 1 in its VInt postings. A posting of a common word
+ * takes one byte instead of the six an Int32 row and a Uint16 count took.
+ *
+ * Rows ascend within a list (they are added in row order, and compaction keeps the order), so
+ * gaps are ≥ 1. The search loops in keyword-index.ts decode inline (a call per posting costs
+ * more than the decoding); `decodePostings` is their reference, property-tested against
+ * `encodePostings`.
+ *
+ * Not a library: npm's `varint` decodes one number per call with its length in a module-level
+ * property, and has no place for the flag; the loops here are a few lines each.
+ */
+
+/** Row numbers stay below this: a gap shifted left by one then fits a positive int32. */
+export const MAX_ROWS = 2 ** 30;
+
+/** The most bytes one posting takes: a gap below 2^31 (5 bytes) and a count below 2^16 (3). */
+export const MAX_POSTING_BYTES = 8;
+
+export const NO_BYTES = new Uint8Array(0);
+
+/**
+ * Writes one posting at `at` (room for MAX_POSTING_BYTES is the caller's) and returns the
+ * position after it. `gap` ≥ 1, `doubled` in [1, 0xffff].
+ */
+export function writePosting(bytes: Uint8Array, at: number, gap: number, doubled: number): number {
+  let v = doubled === 2 ? gap * 2 + 1 : gap * 2;
+  while (v >= 0x80) {
+    bytes[at++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  bytes[at++] = v;
+  if (doubled !== 2) {
+    let c = doubled;
+    while (c >= 0x80) {
+      bytes[at++] = (c & 0x7f) | 0x80;
+      c >>>= 7;
+    }
+    bytes[at++] = c;
+  }
+  return at;
+}
+
+/** A list's bytes for rows (ascending, from 0) and their doubled counts. */
+export function encodePostings(rows: ArrayLike<number>, counts: ArrayLike<number>): Uint8Array {
+  const bytes = new Uint8Array(rows.length * MAX_POSTING_BYTES);
+  let at = 0;
+  let last = -1;
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i] as number;
+    if (!(row > last) || row >= MAX_ROWS) throw new RangeError(`posting row ${row} after ${last}`);
+    at = writePosting(bytes, at, row - last, counts[i] as number);
+    last = row;
+  }
+  return bytes.slice(0, at);
+}
+
+/** The rows and doubled counts of the first `length` bytes of a list. */
+export function decodePostings(
+  bytes: Uint8Array,
+  length = bytes.length,
+): { rows: number[]; counts: number[] } {
+  const rows: number[] = [];
+  const counts: number[] = [];
+  let row = -1;
+  for (let p = 0; p < length;) {
+    let b = bytes[p++] as number;
+    let v = b & 0x7f;
+    for (let shift = 7; b >= 0x80; shift += 7) {
+      b = bytes[p++] as number;
+      v |= (b & 0x7f) << shift;
+    }
+    row += v >>> 1;
+    let c = 2;
+    if ((v & 1) === 0) {
+      b = bytes[p++] as number;
+      c = b & 0x7f;
+      for (let shift = 7; b >= 0x80; shift += 7) {
+        b = bytes[p++] as number;
+        c |= (b & 0x7f) << shift;
+      }
+    }
+    rows.push(row);
+    counts.push(c);
+  }
+  return { rows, counts };
+}
