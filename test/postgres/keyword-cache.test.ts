@@ -21,9 +21,10 @@ function recordingPool(pool: pg.Pool, statements: string[]): pg.Pool {
     new Proxy(target, {
       get(object, prop) {
         if (prop === 'query') {
-          return (...args: [string, unknown[]?]) => {
-            statements.push(args[0]);
-            return object.query(...args);
+          // A statement's text, or a named one's (a query config).
+          return (...args: [string | pg.QueryConfig, unknown[]?]) => {
+            statements.push(typeof args[0] === 'string' ? args[0] : args[0].text);
+            return object.query(...(args as [string, unknown[]?]));
           };
         }
         if (prop === 'connect' && object instanceof pg.Pool) {
