@@ -197,8 +197,11 @@ export class KeywordSearch {
       this.stemmer.remember(word, lexeme);
       if (!candidates || (!fresh && held.has(lexeme))) continue;
       readLexemes.add(lexeme);
-      if (keep)
+      // A lexeme in no chunk is read again next time: nothing to hold, and no answer from memory
+      // then rests on n(t) = 0 (a migration's backfill of keyword rows bumps no generation).
+      if (keep && df > 0) {
         this.cache.set(lexeme, read.generation, { df, rows: read.postings.get(lexeme) ?? [] });
+      }
     }
     return {
       generation: read.generation,
