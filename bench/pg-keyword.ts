@@ -9,7 +9,8 @@
  * the `--before` build's (its dist/knowledge/search/postgres/postgres-chunk-store.js), alternately,
  * keyword only, at k = 10 and k = 100; twice over: the first pass meets every lexeme for the first
  * time (this build reads its postings), the second finds them in memory. Also compares the two
- * rankings (chunk ids and scores). Results (p50 / p95 / p99 ms) to stdout.
+ * rankings (chunk ids and scores). Results (p50 / p95 / p99 ms, and the statements each build
+ * runs per search, begin and commit included) to stdout.
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -42,14 +43,40 @@ process.stderr.write(`${files} files drawn, ${n} sections: the queries follow\n`
 const queries = Array.from({ length: Number(values.queries) }, () => generator.query());
 
 const pool = new pg.Pool({ connectionString: values.url, max: 4 });
-const stores: { name: string; store: ChunkStore }[] = [
-  { name: 'this build', store: new PostgresChunkStore(pool) },
-];
+
+/** `pool` with every statement its clients run counted in `counter.statements`. */
+function counting(counter: { statements: number }): pg.Pool {
+  const wrap = <T extends pg.Pool | pg.PoolClient>(target: T): T =>
+    new Proxy(target, {
+      get(object, prop) {
+        if (prop === 'query') {
+          return (...args: unknown[]) => {
+            counter.statements++;
+            return (object.query as (...a: unknown[]) => unknown)(...args);
+          };
+        }
+        if (prop === 'connect' && object instanceof pg.Pool) {
+          return async () => wrap(await object.connect());
+        }
+        const value: unknown = Reflect.get(object, prop, object);
+        return typeof value === 'function' ? (value as () => unknown).bind(object) : value;
+      },
+    });
+  return wrap(pool);
+}
+
+const stores: { name: string; store: ChunkStore; statements: number }[] = [];
+const addStore = (name: string, make: (p: pg.Pool) => ChunkStore) => {
+  const entry = { name, statements: 0, store: undefined as unknown as ChunkStore };
+  entry.store = make(counting(entry));
+  stores.push(entry);
+};
 if (values.before !== undefined) {
   const path = resolve(values.before, 'knowledge/search/postgres/postgres-chunk-store.js');
   const module = (await import(path)) as { PostgresChunkStore: new (p: pg.Pool) => ChunkStore };
-  stores.unshift({ name: 'before', store: new module.PostgresChunkStore(pool) });
+  addStore('before', (p) => new module.PostgresChunkStore(p));
 }
+addStore('this build', (p) => new PostgresChunkStore(p));
 
 const search = async (store: ChunkStore, text: string, limit: number) => {
   const t = performance.now();
@@ -65,11 +92,14 @@ const fmt = (ms: number[]) => {
   return `${s.p50.toFixed(1)} / ${s.p95.toFixed(1)} / ${s.p99.toFixed(1)}`;
 };
 
-console.log(`| pass | k | ${stores.map((s) => s.name).join(' | ')} | same ranking |`);
+console.log(
+  `| pass | k | ${stores.map((s) => `${s.name}: p50 / p95 / p99 ms (statements per search)`).join(' | ')} | same ranking |`,
+);
 console.log(`|---|---|${stores.map(() => '---|').join('')}---|`);
 for (const pass of ['first', 'second']) {
   for (const limit of [10, 100]) {
     const ms = stores.map(() => [] as number[]);
+    for (const s of stores) s.statements = 0;
     let same = 0;
     for (const [i, text] of queries.entries()) {
       const results: string[] = [];
@@ -83,7 +113,7 @@ for (const pass of ['first', 'second']) {
       if (results.every((r) => r === results[0])) same++;
     }
     console.log(
-      `| ${pass} | ${limit} | ${ms.map(fmt).join(' | ')} | ${same} of ${queries.length} |`,
+      `| ${pass} | ${limit} | ${ms.map((m, i) => `${fmt(m)} (${((stores[i]?.statements ?? 0) / queries.length).toFixed(1)})`).join(' | ')} | ${same} of ${queries.length} |`,
     );
   }
 }

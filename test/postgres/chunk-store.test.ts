@@ -199,9 +199,10 @@ function instrumentedPool(pool: pg.Pool, before: (sql: string) => Promise<void> 
     new Proxy(target, {
       get(object, prop) {
         if (prop === 'query') {
-          return async (...args: [string, unknown[]?]) => {
-            await before(args[0]);
-            return object.query(...args);
+          // A statement's text, or a named one's (a query config).
+          return async (...args: [string | pg.QueryConfig, unknown[]?]) => {
+            await before(typeof args[0] === 'string' ? args[0] : args[0].text);
+            return object.query(...(args as [string, unknown[]?]));
           };
         }
         if (prop === 'connect' && object instanceof pg.Pool) {

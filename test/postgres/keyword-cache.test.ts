@@ -15,15 +15,25 @@ import { freshDatabase, openMigrated, TEST_DATABASE_URL, type FreshDatabase } fr
 const MODEL = 'test-model';
 const DIMS = 4;
 
-/** A pool that records the text of every statement its clients run. */
-function recordingPool(pool: pg.Pool, statements: string[]): pg.Pool {
+/**
+ * A pool that records the text of every statement its clients run, after awaiting `before` (of
+ * that text).
+ */
+function recordingPool(
+  pool: pg.Pool,
+  statements: string[],
+  before: (sql: string) => Promise<void> = () => Promise.resolve(),
+): pg.Pool {
   const wrap = <T extends pg.Pool | pg.PoolClient>(target: T): T =>
     new Proxy(target, {
       get(object, prop) {
         if (prop === 'query') {
-          return (...args: [string, unknown[]?]) => {
-            statements.push(args[0]);
-            return object.query(...args);
+          // A statement's text, or a named one's (a query config).
+          return async (...args: [string | pg.QueryConfig, unknown[]?]) => {
+            const sql = typeof args[0] === 'string' ? args[0] : args[0].text;
+            statements.push(sql);
+            await before(sql);
+            return object.query(...(args as [string, unknown[]?]));
           };
         }
         if (prop === 'connect' && object instanceof pg.Pool) {
@@ -140,6 +150,48 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL keyword postings ca
     expect(await search('cobalt')).toEqual([]);
     await newToken(doc.id);
     expect(await search('cobalt')).toEqual(['cobalt blue', 'cobalt ore']);
+  });
+
+  it('answers from memory in one statement, and reads what is missing in one more', async () => {
+    const doc = await addDocument();
+    await commit(doc, ['zinc alloy', 'zinc roof', 'tin roof']);
+    statements.length = 0;
+    expect(await search('zinc roof')).toEqual(['zinc roof', 'zinc alloy', 'tin roof']);
+    // Statistics, lexemes and postings in one statement; the ranked rows in another.
+    expect(statements).toHaveLength(2);
+    statements.length = 0;
+    expect(await search('roof zinc')).toEqual(['zinc roof', 'zinc alloy', 'tin roof']);
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).not.toContain('knowledge_fts_postings');
+  });
+
+  it('searches again in one snapshot when a change lands between scoring and loading the rows', async () => {
+    const doc = await addDocument();
+    await commit(doc, ['iron bar', 'iron rod']);
+    const held: { change: (() => Promise<unknown>) | null } = { change: null };
+    const racing = new PostgresChunkStore(
+      recordingPool(database.pool, [], async (sql) => {
+        // Just before the ranked rows load: another instance re-indexes the document.
+        const change = held.change;
+        if (sql.includes('document_name') && change !== null) {
+          held.change = null;
+          await change();
+        }
+      }),
+    );
+    const find = async (text: string) =>
+      (
+        await racing.search(
+          { text, vector: null, model: MODEL, filter: {}, limit: 10 },
+          (e: Evidence) => e.keyword,
+        )
+      ).map((h) => h.chunk.content);
+    expect(await find('iron')).toEqual(['iron bar', 'iron rod']);
+    held.change = async () => commit({ id: doc.id, token: await newToken(doc.id) }, ['iron nail']);
+    // Scored from memory at the old generation; the rows' statement finds the new one.
+    expect(await find('iron')).toEqual(['iron nail']);
+    expect(held.change).toBeNull();
+    expect(await find('iron')).toEqual(['iron nail']);
   });
 
   it('applies document filters to cached rows', async () => {

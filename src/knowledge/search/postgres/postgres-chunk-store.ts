@@ -10,6 +10,7 @@ import { postgresFilterSql, toPg } from '../../filter/sql.js';
 import {
   markIndexedSql,
   SEARCHABLE,
+  type Candidate,
   type SearchFilter,
   type ChunkHit,
   type ChunkStore,
@@ -29,6 +30,7 @@ import {
   type Removed,
 } from './keyword-rows.js';
 import { KeywordSearch } from './keyword-search.js';
+import { rowsBySeq } from './keyword-statements.js';
 import { deletePostings, insertPostings, type ChunkPostings } from './postings.js';
 import { VectorTables } from './vector-tables.js';
 import { keywordQueryWords, Stemmer } from './words.js';
@@ -51,7 +53,7 @@ export class PostgresChunkStore implements ChunkStore {
     } = {},
   ) {
     this.vectors = new VectorTables(pool, options.exactSearchMax);
-    this.keyword = new KeywordSearch();
+    this.keyword = new KeywordSearch(this.stemmer);
   }
 
   private transaction<T>(begin: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
@@ -286,45 +288,110 @@ export class PostgresChunkStore implements ChunkStore {
   }
 
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
-    const { text, vector, model, limit } = request;
+    const { text, vector, limit } = request;
     const words = text === null ? [] : keywordQueryWords(text);
+    if (vector === null && request.filter.where === undefined && words.length > 0) {
+      const hits = await this.keywordSearch(words, request, rank);
+      if (hits !== null) return hits;
+    }
     // One snapshot for the evidence and the rows: no commit lands in between.
     let begin = 'begin isolation level repeatable read read only';
     if (vector !== null) {
       begin += this.vectors.searchSettings(await this.vectors.loadFeatures(), limit);
     }
-    return this.transaction(begin, async (client) => {
-      const filter = await this.scope(client, request.filter);
-      // No document matches the filter: nothing to rank.
-      if (filter.documentIds?.length === 0) return [];
-      const { candidates: keyword, max: keywordMax } =
-        words.length === 0
-          ? { candidates: [], max: 0 }
-          : await this.keyword.search(client, words, filter, limit);
-      const table =
-        vector === null ? null : await this.vectors.table(client, model, vector.length, false);
-      const semantic =
-        vector === null || table === null
-          ? []
-          : await this.vectors.search(client, table, vector, filter, limit);
-      const cosine =
-        vector === null || table === null
-          ? new Map<string, number>()
-          : await this.vectors.similarities(
-              client,
-              table,
-              vector,
-              keyword.map((k) => k.chunkId),
-            );
-      const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
-      return inRankOrder(
-        top,
-        await this.hits(
-          client,
-          top.map((c) => c.chunkId),
-        ),
+    return this.transaction(begin, (client) => this.snapshotSearch(client, words, request, rank));
+  }
+
+  /**
+   * A keyword search without a metadata filter in two statements at most, without a transaction:
+   * scored from memory (or from one statement reading what is missing), then the ranked rows and
+   * the keyword generation of their snapshot. The same generation means nothing a search reads
+   * changed in between (every such change bumps it): the answer is that snapshot's. Another
+   * generation: null, and the caller searches again in one snapshot.
+   */
+  private async keywordSearch(
+    words: string[][],
+    request: SearchRequest,
+    rank: Ranking,
+  ): Promise<RankedHit[] | null> {
+    const { filter, limit } = request;
+    if (filter.documentIds?.length === 0) return [];
+    const client = await this.pool.connect();
+    let failed: Error | undefined;
+    try {
+      const keyword = await this.keyword.rank(client, words, filter, limit, true);
+      const loaded = await rowsBySeq(
+        client,
+        keyword.top.map((t) => t.seq),
       );
-    });
+      if (loaded.generation !== keyword.generation) {
+        this.keyword.forget();
+        return null;
+      }
+      const candidates = keyword.top.flatMap((t) => {
+        const row = loaded.rows.get(t.seq);
+        return row === undefined ? [] : [{ chunkId: row.id, score: t.score }];
+      });
+      const evidence = { keyword: candidates, semantic: [], cosine: new Map<string, number>() };
+      const top = rankEvidence({ ...evidence, keywordMax: keyword.max }, rank);
+      return inRankOrder(top, [...loaded.rows.values()]);
+    } catch (error) {
+      failed = error as Error; // the connection is not reused: its state is unknown
+      throw error;
+    } finally {
+      client.release(failed);
+    }
+  }
+
+  /** A search inside one REPEATABLE READ snapshot: a metadata filter, vectors, or both. */
+  private async snapshotSearch(
+    client: PoolClient,
+    words: string[][],
+    request: SearchRequest,
+    rank: Ranking,
+  ): Promise<RankedHit[]> {
+    const { vector, model, limit } = request;
+    const filter = await this.scope(client, request.filter);
+    // No document matches the filter: nothing to rank.
+    if (filter.documentIds?.length === 0) return [];
+    let keyword: Candidate[] = [];
+    let keywordMax = 0;
+    if (words.length > 0) {
+      // Read in this snapshot (not from memory): the ranking needs no check afterwards.
+      const ranked = await this.keyword.rank(client, words, filter, limit, false);
+      const ids = await this.keyword.chunkIds(
+        client,
+        ranked.top.map((t) => t.seq),
+      );
+      keyword = ranked.top.flatMap((t) => {
+        const chunkId = ids.get(t.seq);
+        return chunkId === undefined ? [] : [{ chunkId, score: t.score }];
+      });
+      keywordMax = ranked.max;
+    }
+    const table =
+      vector === null ? null : await this.vectors.table(client, model, vector.length, false);
+    const semantic =
+      vector === null || table === null
+        ? []
+        : await this.vectors.search(client, table, vector, filter, limit);
+    const cosine =
+      vector === null || table === null
+        ? new Map<string, number>()
+        : await this.vectors.similarities(
+            client,
+            table,
+            vector,
+            keyword.map((k) => k.chunkId),
+          );
+    const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
+    return inRankOrder(
+      top,
+      await this.hits(
+        client,
+        top.map((c) => c.chunkId),
+      ),
+    );
   }
 
   /**

@@ -100,4 +100,16 @@ export class Stemmer {
     }
     return (word) => known.get(word) ?? word;
   }
+
+  /** The lexeme of `word` if it was stemmed before (no query). */
+  known(word: string): string | undefined {
+    return this.stems.get(word);
+  }
+
+  /** Remembers the lexeme of `word` found by a query with the same SQL (keyword-statements.ts). */
+  remember(word: string, lexeme: string): void {
+    if (this.stems.has(word)) return;
+    if (this.stems.size >= STEM_CACHE_MAX) this.stems.clear();
+    this.stems.set(word, lexeme);
+  }
 }
