@@ -63,7 +63,7 @@ export class PostgresRevocations implements RevocationGeneration {
    * every request pays a full verification. A notice without a readable number reads it again.
    */
   private noticed(notice: Notice): void {
-    const generation = (notice as { generation?: unknown }).generation;
+    const { generation } = notice;
     if (typeof generation !== 'number' || !Number.isSafeInteger(generation)) {
       this.refresh();
       return;

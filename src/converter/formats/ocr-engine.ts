@@ -27,7 +27,7 @@ const INPUT = '/input';
  * nothing). Set before the module is compiled; it concerns only WebAssembly compiled later in this
  * process, which is a converter of its own (or a test).
  */
-function compileWasmOnce(): void {
+function compileWasmWithTurbofanOnly(): void {
   setFlagsFromString('--no-liftoff');
 }
 
@@ -45,7 +45,7 @@ export class OcrEngine {
    * own messages when initialisation fails.
    */
   static async start(languages: Map<string, string>): Promise<OcrEngine> {
-    compileWasmOnce();
+    compileWasmWithTurbofanOnly();
     // The SIMD build: WebAssembly SIMD is in every Node this package supports (≥ 20).
     const factory = await import('tesseract.js-core/tesseract-core-simd-lstm.js');
     const messages: string[] = [];

@@ -7,11 +7,15 @@
 import pg from 'pg';
 import type { QueueLogger } from './shared.js';
 
-/** A NOTIFY payload: `{ e: 'queued', type }` or `{ e: 'done', id, type }` (unchecked JSON). */
+/**
+ * A NOTIFY payload (unchecked JSON): the queue's `{ e: 'queued', type }` or `{ e: 'done', id,
+ * type }`, or the API key generation's `{ e: 'generation', generation }` (revocations-postgres.ts).
+ */
 export interface Notice {
   e?: unknown;
   id?: unknown;
   type?: unknown;
+  generation?: unknown;
 }
 
 interface ListenerOptions {

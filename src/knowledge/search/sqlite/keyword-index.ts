@@ -65,7 +65,7 @@ export class KeywordIndex extends KeywordStore {
 
   /**
    * Live rows holding the lexeme (FTS5's n(t)); 0 for -1 or an unknown id. Kept per lexeme
-   * until a delete: counted again from its list then (decoded as in keyword-postings.ts).
+   * until a delete: counted again from its list then (decoded in line, as forEachPosting does).
    */
   private matching(id: number): number {
     if (id < 0 || id >= this.postings.length) return 0;
@@ -171,7 +171,7 @@ export class KeywordIndex extends KeywordStore {
     const lengths = this.lengths;
     const idf = idfOf(this.size, hits);
     const { project, allowed, avgdl } = scope;
-    // Decoded in line, as keyword-postings.ts decodePostings does.
+    // Decoded in line, as keyword-postings.ts forEachPosting does.
     let r = -1;
     for (let p = 0; p < used;) {
       let b = bytes[p++] as number;

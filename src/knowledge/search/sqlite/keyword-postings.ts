@@ -8,8 +8,8 @@
  *
  * Rows ascend within a list (they are added in row order, and compaction keeps the order), so
  * gaps are ≥ 1. The search loops in keyword-index.ts decode inline (a call per posting costs
- * more than the decoding); `decodePostings` is their reference, property-tested against
- * `encodePostings`.
+ * more than the decoding); `forEachPosting` is their reference, property-tested against
+ * `encodePostings` through `decodePostings`, and what compaction uses.
  *
  * Not a library: npm's `varint` decodes one number per call with its length in a module-level
  * property, and has no place for the flag; the loops here are a few lines each.
@@ -59,13 +59,16 @@ export function encodePostings(rows: ArrayLike<number>, counts: ArrayLike<number
   return bytes.slice(0, at);
 }
 
-/** The rows and doubled counts of the first `length` bytes of a list. */
-export function decodePostings(
+/**
+ * Calls `visit(row, doubled)` for each posting in the first `length` bytes of a list, in order.
+ * The position has moved past a posting before its visit, so a visit may write the list in place
+ * behind it (compaction, keyword-store.ts).
+ */
+export function forEachPosting(
   bytes: Uint8Array,
-  length = bytes.length,
-): { rows: number[]; counts: number[] } {
-  const rows: number[] = [];
-  const counts: number[] = [];
+  length: number,
+  visit: (row: number, doubled: number) => void,
+): void {
   let row = -1;
   for (let p = 0; p < length;) {
     let b = bytes[p++] as number;
@@ -84,8 +87,20 @@ export function decodePostings(
         c |= (b & 0x7f) << shift;
       }
     }
-    rows.push(row);
-    counts.push(c);
+    visit(row, c);
   }
+}
+
+/** The rows and doubled counts of the first `length` bytes of a list. */
+export function decodePostings(
+  bytes: Uint8Array,
+  length = bytes.length,
+): { rows: number[]; counts: number[] } {
+  const rows: number[] = [];
+  const counts: number[] = [];
+  forEachPosting(bytes, length, (row, doubled) => {
+    rows.push(row);
+    counts.push(doubled);
+  });
   return { rows, counts };
 }

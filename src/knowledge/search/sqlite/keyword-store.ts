@@ -5,7 +5,13 @@
  * (index-snapshots.ts).
  */
 import { COLUMN_WEIGHTS } from '../bm25.js';
-import { MAX_POSTING_BYTES, MAX_ROWS, NO_BYTES, writePosting } from './keyword-postings.js';
+import {
+  forEachPosting,
+  MAX_POSTING_BYTES,
+  MAX_ROWS,
+  NO_BYTES,
+  writePosting,
+} from './keyword-postings.js';
 
 /**
  * The bm25() weights of the indexed columns (document_name, section_path, content) doubled:
@@ -315,33 +321,16 @@ export class KeywordStore {
     const used = this.postingBytes[id] as number;
     if (used === 0) return;
     const bytes = this.postings[id] as Uint8Array;
-    let row = -1;
     let last = -1;
     let at = 0;
     let kept = 0;
-    for (let p = 0; p < used;) {
-      let b = bytes[p++] as number;
-      let v = b & 0x7f;
-      for (let shift = 7; b >= 0x80; shift += 7) {
-        b = bytes[p++] as number;
-        v |= (b & 0x7f) << shift;
-      }
-      row += v >>> 1;
-      let doubled = 2;
-      if ((v & 1) === 0) {
-        b = bytes[p++] as number;
-        doubled = b & 0x7f;
-        for (let shift = 7; b >= 0x80; shift += 7) {
-          b = bytes[p++] as number;
-          doubled |= (b & 0x7f) << shift;
-        }
-      }
+    forEachPosting(bytes, used, (row, doubled) => {
       const r = renumber[row] as number;
-      if (r < 0) continue;
+      if (r < 0) return;
       at = writePosting(bytes, at, r - last, doubled);
       last = r;
       kept++;
-    }
+    });
     this.postingBytes[id] = at;
     this.postingLast[id] = last;
     this.liveRows[id] = kept;
