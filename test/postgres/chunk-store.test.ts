@@ -28,7 +28,13 @@ import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import { PostgresChunkStore } from '../../src/knowledge/search/postgres/postgres-chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
-import { freshDatabase, openMigrated, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
+import {
+  freshDatabase,
+  instrumentedPool,
+  openMigrated,
+  TEST_DATABASE_URL,
+  type FreshDatabase,
+} from './pg.js';
 
 const MODEL = 'test-model';
 const DIMS = 8;
@@ -187,32 +193,6 @@ async function expectStatisticsExact(pool: pg.Pool): Promise<void> {
      where t.chunks is distinct from a.chunks`,
   );
   expect(wrong.rows).toEqual([]);
-}
-
-/**
- * A pool whose clients run `before(sql)` ahead of every statement: to count statements, or to
- * hold one back until something else happened.
- */
-function instrumentedPool(pool: pg.Pool, before: (sql: string) => Promise<void> | void): pg.Pool {
-  /** `target` with its `query` running `before` first (and `connect` giving such clients). */
-  const instrument = <T extends pg.Pool | pg.PoolClient>(target: T): T =>
-    new Proxy(target, {
-      get(object, prop) {
-        if (prop === 'query') {
-          // A statement's text, or a named one's (a query config).
-          return async (...args: [string | pg.QueryConfig, unknown[]?]) => {
-            await before(typeof args[0] === 'string' ? args[0] : args[0].text);
-            return object.query(...(args as [string, unknown[]?]));
-          };
-        }
-        if (prop === 'connect' && object instanceof pg.Pool) {
-          return async () => instrument(await object.connect());
-        }
-        const value: unknown = Reflect.get(object, prop, object);
-        return typeof value === 'function' ? (value as () => unknown).bind(object) : value;
-      },
-    });
-  return instrument(pool);
 }
 
 describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {

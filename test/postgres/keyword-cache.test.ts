@@ -10,7 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresDatabase } from '../../src/db/database.js';
 import type { Evidence, NewChunk, SearchRequest } from '../../src/knowledge/search/chunk-store.js';
 import { PostgresChunkStore } from '../../src/knowledge/search/postgres/postgres-chunk-store.js';
-import { freshDatabase, openMigrated, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
+import {
+  freshDatabase,
+  instrumentedPool,
+  openMigrated,
+  TEST_DATABASE_URL,
+  type FreshDatabase,
+} from './pg.js';
 
 const MODEL = 'test-model';
 const DIMS = 4;
@@ -24,26 +30,10 @@ function recordingPool(
   statements: string[],
   before: (sql: string) => Promise<void> = () => Promise.resolve(),
 ): pg.Pool {
-  const wrap = <T extends pg.Pool | pg.PoolClient>(target: T): T =>
-    new Proxy(target, {
-      get(object, prop) {
-        if (prop === 'query') {
-          // A statement's text, or a named one's (a query config).
-          return async (...args: [string | pg.QueryConfig, unknown[]?]) => {
-            const sql = typeof args[0] === 'string' ? args[0] : args[0].text;
-            statements.push(sql);
-            await before(sql);
-            return object.query(...(args as [string, unknown[]?]));
-          };
-        }
-        if (prop === 'connect' && object instanceof pg.Pool) {
-          return async () => wrap(await object.connect());
-        }
-        const value: unknown = Reflect.get(object, prop, object);
-        return typeof value === 'function' ? (value as () => unknown).bind(object) : value;
-      },
-    });
-  return wrap(pool);
+  return instrumentedPool(pool, async (sql) => {
+    statements.push(sql);
+    await before(sql);
+  });
 }
 
 describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL keyword postings cache', () => {

@@ -61,3 +61,32 @@ export async function openMigrated(
   }
   return database;
 }
+
+/**
+ * A pool whose clients run `before(sql)` ahead of every statement: to count statements, or to
+ * hold one back until something else happened.
+ */
+export function instrumentedPool(
+  pool: pg.Pool,
+  before: (sql: string) => Promise<void> | void,
+): pg.Pool {
+  /** `target` with its `query` running `before` first (and `connect` giving such clients). */
+  const instrument = <T extends pg.Pool | pg.PoolClient>(target: T): T =>
+    new Proxy(target, {
+      get(object, prop) {
+        if (prop === 'query') {
+          // A statement's text, or a named one's (a query config).
+          return async (...args: [string | pg.QueryConfig, unknown[]?]) => {
+            await before(typeof args[0] === 'string' ? args[0] : args[0].text);
+            return object.query(...(args as [string, unknown[]?]));
+          };
+        }
+        if (prop === 'connect' && object instanceof pg.Pool) {
+          return async () => instrument(await object.connect());
+        }
+        const value: unknown = Reflect.get(object, prop, object);
+        return typeof value === 'function' ? (value as () => unknown).bind(object) : value;
+      },
+    });
+  return instrument(pool);
+}
