@@ -13,11 +13,13 @@ import {
   keywordSections,
 } from '../../src/knowledge/search/sqlite/index-snapshots.js';
 import { KeywordIndex, type KeywordRow } from '../../src/knowledge/search/sqlite/keyword-index.js';
+import { listOf } from '../../src/knowledge/search/sqlite/keyword-store.js';
 import {
   decodePostings,
   encodePostings,
   MAX_ROWS,
 } from '../../src/knowledge/search/sqlite/keyword-postings.js';
+import { PostingLists } from '../../src/knowledge/search/sqlite/posting-lists.js';
 import { readSnapshot, writeSnapshot } from '../../src/knowledge/search/sqlite/snapshot-file.js';
 import { tempDir } from '../helpers.js';
 
@@ -59,6 +61,74 @@ describe('posting list bytes', () => {
     expect(decodePostings(encodePostings(edges.rows, edges.counts))).toEqual(edges);
     expect(() => encodePostings([3, 3], [2, 2])).toThrow(RangeError);
     expect(() => encodePostings([MAX_ROWS], [2])).toThrow(RangeError);
+  });
+});
+
+describe('posting lists in one arena', () => {
+  type ListOp =
+    { append: number; gap: number; doubled: number } | { repack: 'tight' | 'room' | 'if sparse' };
+  const listOp: fc.Arbitrary<ListOp> = fc.oneof(
+    {
+      weight: 12,
+      arbitrary: fc.record({
+        append: fc.nat(15),
+        gap: fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 2 ** 20 })),
+        doubled: fc.oneof(fc.constant(2), fc.integer({ min: 1, max: 0xffff })),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ repack: fc.constantFrom('tight', 'room', 'if sparse') }) },
+  );
+
+  it('every list decodes to what was appended to it, through moves, repacks and a small arena', () => {
+    fc.assert(
+      fc.property(fc.array(listOp, { maxLength: 400 }), fc.nat(64), (ops, minArena) => {
+        const lists = new PostingLists(minArena);
+        lists.reserve(16);
+        const model = Array.from({ length: 16 }, () => ({
+          rows: [] as number[],
+          counts: [] as number[],
+        }));
+        for (const o of ops) {
+          if ('repack' in o) {
+            if (o.repack === 'if sparse') lists.packIfSparse();
+            else lists.repack(0, o.repack === 'room');
+            continue;
+          }
+          const m = model[o.append]!;
+          const row = (m.rows.at(-1) ?? -1) + o.gap;
+          lists.append(o.append, row, o.doubled);
+          m.rows.push(row);
+          m.counts.push(o.doubled);
+        }
+        model.forEach((m, id) => {
+          const start = lists.start[id]!;
+          const used = lists.used[id]!;
+          expect(start + used).toBeLessThanOrEqual(lists.end);
+          expect(lists.end).toBeLessThanOrEqual(lists.bytes.length);
+          expect(decodePostings(lists.bytes.subarray(start, start + used))).toEqual(m);
+          expect(lists.last[id]).toBe(m.rows.at(-1) ?? -1);
+        });
+        // No two lists' bytes overlap.
+        const spans = model
+          .map((_, id) => [lists.start[id]!, lists.start[id]! + lists.room[id]!] as const)
+          .filter(([a, b]) => b > a)
+          .sort((a, b) => a[0] - b[0]);
+        for (let i = 1; i < spans.length; i++) {
+          expect(spans[i]![0]).toBeGreaterThanOrEqual(spans[i - 1]![1]);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('packs its lists tightly: a repack leaves no free byte, and the arena is one buffer', () => {
+    const lists = new PostingLists();
+    lists.reserve(1000);
+    for (let row = 0; row < 50; row++)
+      for (let id = 0; id < 1000; id += 1 + (row % 7)) lists.append(id, row, 2);
+    lists.repack();
+    expect(lists.bytes.length).toBe(lists.liveBytes());
+    expect(lists.end).toBe(lists.bytes.length);
   });
 });
 
@@ -161,8 +231,8 @@ describe('postings of an index that changes', () => {
         }
         // Every list decodes to ascending rows; its live ones are the model's rows holding it.
         const state = index.state();
-        state.postings.forEach((bytes, id) => {
-          const { rows, counts } = decodePostings(bytes);
+        state.postingLengths.forEach((_, id) => {
+          const { rows, counts } = decodePostings(listOf(state, id));
           rows.forEach((r, i) => {
             expect(r).toBeLessThan(state.count);
             if (i > 0) expect(r).toBeGreaterThan(rows[i - 1] ?? -1);

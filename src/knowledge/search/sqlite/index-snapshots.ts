@@ -29,9 +29,10 @@ import { VectorIndex, type VectorIndexOptions, type VectorState } from './vector
 
 /**
  * Bumped when the layout of a snapshot changes: older files are rebuilt. 2: keyword postings as
- * bytes (keyword-postings.ts) instead of Int32 rows and Uint16 counts.
+ * bytes (keyword-postings.ts) instead of Int32 rows and Uint16 counts. 3: the lists in one arena
+ * (posting-lists.ts) with a start per list.
  */
-export const SNAPSHOT_FORMAT = 2;
+export const SNAPSHOT_FORMAT = 3;
 
 /** A vector snapshot's graph (ann-graph.ts): its file beside the snapshot, checked on load. */
 export interface GraphMeta {
@@ -191,7 +192,6 @@ const array = (
 const strings = (list: readonly string[]): Section => ({ type: 'strings', list });
 
 export function keywordSections(state: KeywordState, lexer: Fts5Lexer): Map<string, Section> {
-  const lengths = Int32Array.from(state.postings, (bytes) => bytes.length);
   return new Map([
     ['rowids', array([state.rowids], 'f64')],
     ['documentOf', array([state.documentOf], 'i32')],
@@ -201,10 +201,11 @@ export function keywordSections(state: KeywordState, lexer: Fts5Lexer): Map<stri
     ['chunkIds', strings(state.chunkIds)],
     ['documentIds', strings(state.documentIds)],
     ['projectIds', strings(state.projectIds)],
-    ['lexemes', strings(state.postings.map((_, id) => lexer.lexeme(id)))],
-    ['postingLengths', array([lengths], 'i32')],
+    ['lexemes', strings(Array.from(state.postingLengths, (_, id) => lexer.lexeme(id)))],
+    ['postingStarts', array([state.postingStarts], 'i32')],
+    ['postingLengths', array([state.postingLengths], 'i32')],
     ['postingLast', array([state.postingLast], 'i32')],
-    ['postings', array(state.postings, 'u8')],
+    ['postings', array([state.postings], 'u8')],
   ]);
 }
 
@@ -222,22 +223,21 @@ function list(snapshot: Snapshot, name: string): string[] {
 
 export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): KeywordIndex {
   const meta = snapshot.meta as unknown as Meta;
+  const starts = section(snapshot, 'postingStarts', Int32Array);
   const lengths = section(snapshot, 'postingLengths', Int32Array);
   const postingLast = section(snapshot, 'postingLast', Int32Array);
   // Copied out of the file's buffer, which can then go (the row arrays are copied too).
-  const bytes = section(snapshot, 'postings', Uint8Array).slice();
-  const postings: Uint8Array[] = [];
-  let at = 0;
+  const postings = section(snapshot, 'postings', Uint8Array).slice();
+  if (postingLast.length !== lengths.length || starts.length !== lengths.length) {
+    throw new SnapshotError('postings');
+  }
   for (const [i, length] of lengths.entries()) {
     const last = postingLast[i] ?? meta.count;
+    const start = starts[i] ?? -1;
     if (length < 0 || last >= meta.count || (length === 0) !== (last === -1)) {
       throw new SnapshotError('postings');
     }
-    postings.push(bytes.subarray(at, at + length));
-    at += length;
-  }
-  if (at !== bytes.length || postingLast.length !== lengths.length) {
-    throw new SnapshotError('postings');
+    if (start < 0 || start + length > postings.length) throw new SnapshotError('postings');
   }
   const lexemes = list(snapshot, 'lexemes');
   if (lexemes.length !== lengths.length) throw new SnapshotError('lexemes');
@@ -253,7 +253,9 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
     documentIds: list(snapshot, 'documentIds'),
     projectIds: list(snapshot, 'projectIds'),
     postings,
-    postingLast: postingLast.slice(),
+    postingStarts: starts,
+    postingLengths: lengths,
+    postingLast,
   };
   checkRows(state, [state.rowids, state.documentOf, state.projectOf, state.lengths, state.alive]);
   return KeywordIndex.fromState(

@@ -68,14 +68,14 @@ export class KeywordIndex extends KeywordStore {
    * until a delete: counted again from its list then (decoded in line, as forEachPosting does).
    */
   private matching(id: number): number {
-    if (id < 0 || id >= this.postings.length) return 0;
+    if (id < 0 || id >= this.lists.capacity) return 0;
     if (this.liveAt[id] === this.epoch) return this.liveRows[id] as number;
-    const bytes = this.postings[id] as Uint8Array;
-    const used = this.postingBytes[id] as number;
+    const { bytes, start, used } = this.lists;
+    const end = (start[id] as number) + (used[id] as number);
     const alive = this.alive;
     let hits = 0;
     let row = -1;
-    for (let p = 0; p < used;) {
+    for (let p = start[id] as number; p < end;) {
       let b = bytes[p++] as number;
       let v = b & 0x7f;
       for (let shift = 7; b >= 0x80; shift += 7) {
@@ -165,15 +165,15 @@ export class KeywordIndex extends KeywordStore {
   ): boolean {
     const hits = this.matching(id);
     if (hits === 0) return false;
-    const bytes = this.postings[id] as Uint8Array;
-    const used = this.postingBytes[id] as number;
+    const { bytes, start, used } = this.lists;
+    const end = (start[id] as number) + (used[id] as number);
     const alive = this.alive;
     const lengths = this.lengths;
     const idf = idfOf(this.size, hits);
     const { project, allowed, avgdl } = scope;
     // Decoded in line, as keyword-postings.ts forEachPosting does.
     let r = -1;
-    for (let p = 0; p < used;) {
+    for (let p = start[id] as number; p < end;) {
       let b = bytes[p++] as number;
       let v = b & 0x7f;
       for (let shift = 7; b >= 0x80; shift += 7) {

@@ -21,8 +21,6 @@ export const MAX_ROWS = 2 ** 30;
 /** The most bytes one posting takes: a gap below 2^31 (5 bytes) and a count below 2^16 (3). */
 export const MAX_POSTING_BYTES = 8;
 
-export const NO_BYTES = new Uint8Array(0);
-
 /**
  * Writes one posting at `at` (room for MAX_POSTING_BYTES is the caller's) and returns the
  * position after it. `gap` ≥ 1, `doubled` in [1, 0xffff].

@@ -1,17 +1,13 @@
 /**
  * The rows and postings of the in-process keyword index (keyword-index.ts ranks them): typed
- * arrays per row and one posting list per lexeme (bytes: keyword-postings.ts), kept in step with
+ * arrays per row and one posting list per lexeme (bytes: keyword-postings.ts, all in one arena:
+ * posting-lists.ts), kept in step with
  * the FTS5 table by adds and document deletes, exported for a snapshot and restored from one
  * (index-snapshots.ts).
  */
 import { COLUMN_WEIGHTS } from '../bm25.js';
-import {
-  forEachPosting,
-  MAX_POSTING_BYTES,
-  MAX_ROWS,
-  NO_BYTES,
-  writePosting,
-} from './keyword-postings.js';
+import { forEachPosting, MAX_ROWS, writePosting } from './keyword-postings.js';
+import { PostingLists } from './posting-lists.js';
 
 /**
  * The bm25() weights of the indexed columns (document_name, section_path, content) doubled:
@@ -42,10 +38,21 @@ export interface KeywordState {
   alive: Uint8Array;
   documentIds: string[];
   projectIds: string[];
-  /** By lexeme id: its posting list's bytes (keyword-postings.ts), exactly. */
-  postings: Uint8Array[];
+  /**
+   * The lists' bytes (keyword-postings.ts): lexeme id `id`'s list is `postingLengths[id]` bytes
+   * from `postingStarts[id]`; the bytes between lists are no list's.
+   */
+  postings: Uint8Array;
+  postingStarts: Int32Array;
+  postingLengths: Int32Array;
   /** By lexeme id: the last row of its list (-1: none), where the next gap starts from. */
   postingLast: Int32Array;
+}
+
+/** The bytes of lexeme `id`'s list in a state. */
+export function listOf(state: KeywordState, id: number): Uint8Array {
+  const start = state.postingStarts[id] ?? 0;
+  return state.postings.subarray(start, start + (state.postingLengths[id] ?? 0));
 }
 
 export class KeywordStore {
@@ -54,10 +61,7 @@ export class KeywordStore {
    * encoded (keyword-postings.ts), with room at the end for the rows added next (new rows have
    * the highest numbers: they append). Compaction re-encodes them.
    */
-  protected postings: Uint8Array[] = [];
-  /** By lexeme id: the bytes its list uses, and the last row in it (-1: none). */
-  protected postingBytes = new Int32Array(0);
-  protected postingLast = new Int32Array(0);
+  protected lists = new PostingLists();
   /**
    * By lexeme id: the live rows holding it (FTS5's n(t)), known while `liveAt[id]` is `epoch`;
    * a delete moves the epoch, and the next search counts again (adds keep the known counts).
@@ -189,37 +193,21 @@ export class KeywordStore {
       next.set(old);
       return next;
     };
-    this.postingBytes = grown(this.postingBytes, new Int32Array(capacity), 0);
-    this.postingLast = grown(this.postingLast, new Int32Array(capacity), -1);
     this.liveRows = grown(this.liveRows, new Int32Array(capacity), 0);
     this.liveAt = grown(this.liveAt, new Uint32Array(capacity), 0);
-    for (let id = this.postings.length; id < capacity; id++) this.postings.push(NO_BYTES);
+    this.lists.reserve(capacity);
     return tally;
   }
 
   protected post(id: number, row: number, doubled: number): void {
-    const used = this.postingBytes[id] as number;
-    let bytes = this.postings[id] as Uint8Array;
-    if (used + MAX_POSTING_BYTES > bytes.length) {
-      // Grown by half: a list's slack stays a third of it at most (trim() gives it back).
-      const grown = new Uint8Array(Math.max(16, Math.ceil(bytes.length * 1.5), used + 16));
-      grown.set(bytes.subarray(0, used));
-      this.postings[id] = bytes = grown;
-    }
     // A chunk would need 21,845 occurrences of one word in its name to saturate the count.
-    const gap = row - (this.postingLast[id] as number);
-    this.postingBytes[id] = writePosting(bytes, used, gap, Math.min(doubled, 0xffff));
-    this.postingLast[id] = row;
+    this.lists.append(id, row, Math.min(doubled, 0xffff));
     if (this.liveAt[id] === this.epoch) this.liveRows[id] = (this.liveRows[id] as number) + 1;
   }
 
   /** Gives back the room lists grew into (after a bulk load). */
   trim(): void {
-    for (let id = 0; id < this.postings.length; id++) {
-      const used = this.postingBytes[id] as number;
-      const bytes = this.postings[id] as Uint8Array;
-      if (bytes.length !== used) this.postings[id] = used === 0 ? NO_BYTES : bytes.slice(0, used);
-    }
+    this.lists.repack();
   }
 
   /**
@@ -302,7 +290,8 @@ export class KeywordStore {
     this.count = to;
     this.dead = 0;
     this.epoch++;
-    for (let id = 0; id < this.postings.length; id++) this.compactList(id, renumber);
+    for (let id = 0; id < this.lists.capacity; id++) this.compactList(id, renumber);
+    this.lists.packIfSparse();
     this.rowsOfDocument.clear();
     for (let r = 0; r < this.count; r++) {
       const document = this.documentOf[r] ?? 0;
@@ -318,26 +307,25 @@ export class KeywordStore {
    * of its terms, so the writes never overtake the reads. Every row it keeps is live.
    */
   private compactList(id: number, renumber: Int32Array): void {
-    const used = this.postingBytes[id] as number;
+    const lists = this.lists;
+    const used = lists.used[id] as number;
     if (used === 0) return;
-    const bytes = this.postings[id] as Uint8Array;
+    const start = lists.start[id] as number;
+    const list = lists.bytes.subarray(start, start + used);
     let last = -1;
     let at = 0;
     let kept = 0;
-    forEachPosting(bytes, used, (row, doubled) => {
+    forEachPosting(list, used, (row, doubled) => {
       const r = renumber[row] as number;
       if (r < 0) return;
-      at = writePosting(bytes, at, r - last, doubled);
+      at = writePosting(list, at, r - last, doubled);
       last = r;
       kept++;
     });
-    this.postingBytes[id] = at;
-    this.postingLast[id] = last;
+    lists.used[id] = at;
+    lists.last[id] = last;
     this.liveRows[id] = kept;
     this.liveAt[id] = this.epoch;
-    // Lists that lost a quarter or more give the room back.
-    if (at === 0) this.postings[id] = NO_BYTES;
-    else if (at * 4 < bytes.length * 3) this.postings[id] = bytes.slice(0, at);
   }
 
   /**
@@ -346,7 +334,8 @@ export class KeywordStore {
    */
   state(): KeywordState {
     const n = this.count;
-    const lexemes = this.postings.length;
+    const lists = this.lists;
+    const lexemes = lists.capacity;
     return {
       count: n,
       tokens: this.tokens,
@@ -358,17 +347,16 @@ export class KeywordStore {
       alive: this.alive.subarray(0, n),
       documentIds: this.documentIds.slice(),
       projectIds: [...this.projectNumbers.keys()],
-      postings: Array.from({ length: lexemes }, (_, id) =>
-        (this.postings[id] as Uint8Array).subarray(0, this.postingBytes[id]),
-      ),
-      postingLast: this.postingLast.subarray(0, lexemes),
+      postings: lists.bytes.subarray(0, lists.end),
+      postingStarts: lists.start.subarray(0, lexemes),
+      postingLengths: lists.used.subarray(0, lexemes),
+      postingLast: lists.last.subarray(0, lexemes),
     };
   }
 
   /**
-   * An index holding a snapshot's rows. Row arrays are copied; posting lists are kept as given
-   * (views of one buffer: a list that grows moves out of it), their lexeme ids mapped through
-   * `lexemeIds`.
+   * An index holding a snapshot's rows. Row arrays are copied; the lists' bytes are kept as given
+   * (the arena: a list that grows moves to its end), their lexeme ids mapped through `lexemeIds`.
    */
   protected restore(state: KeywordState, lexemeIds: Int32Array): void {
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- reads as the restored index
@@ -391,12 +379,16 @@ export class KeywordStore {
     let max = 0;
     for (const id of lexemeIds) max = Math.max(max, id + 1);
     index.growLexemes(max);
-    state.postings.forEach((bytes, i) => {
-      const id = lexemeIds[i] as number;
+    const lists = index.lists;
+    lists.bytes = state.postings;
+    lists.end = state.postings.length;
+    lexemeIds.forEach((id, i) => {
       if (id < 0) return;
-      index.postings[id] = bytes;
-      index.postingBytes[id] = bytes.length;
-      index.postingLast[id] = state.postingLast[i] ?? -1;
+      const used = state.postingLengths[i] ?? 0;
+      lists.start[id] = state.postingStarts[i] ?? 0;
+      lists.used[id] = used;
+      lists.room[id] = used;
+      lists.last[id] = state.postingLast[i] ?? -1;
     });
     for (let r = 0; r < n; r++) {
       if (index.alive[r] !== 1) {
@@ -415,9 +407,7 @@ export class KeywordStore {
     const bytes = (arrays: { byteLength: number }[]) =>
       arrays.reduce((a, b) => a + b.byteLength, 0);
     // The lists (with their room to grow) and what is kept per lexeme to append and count.
-    const postings =
-      bytes(this.postings) +
-      bytes([this.postingBytes, this.postingLast, this.liveRows, this.liveAt]);
+    const postings = this.lists.byteLength + bytes([this.liveRows, this.liveAt]);
     const rowArrays = [this.rowids, this.documentOf, this.projectOf, this.lengths, this.alive];
     const scratch = [this.scratch, this.groupScores, this.groupSeen, this.tally];
     return {
