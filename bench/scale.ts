@@ -12,7 +12,8 @@
  *    data: a first start (no snapshot of the search indexes; a build that writes one does so in
  *    the background), then `--queries` queries per mode (keyword, semantic, hybrid; topK 10) over
  *    HTTP, and a restart. Reported: spawn → listening (GET /health), spawn → ready (GET
- *    /health/ready: the search indexes loaded, full speed), RSS at rest and after the queries,
+ *    /health/ready: the search indexes loaded, full speed), RSS at rest and after the queries
+ *    (of the first start, and of the restarted server, whose indexes come from the snapshots),
  *    p50 / p95 per mode, recall@10 of the semantic mode against an exact float32 scan.
  * 3. Bytes per chunk of each in-process structure, from this build's indexes loaded in this
  *    process (`SqliteChunkStore.memoryReport`).
@@ -145,6 +146,9 @@ interface Run {
   restart: { listenS: number; readyS: number; firstQueryMs: number };
   rssRest: number;
   rssQueries: number;
+  /** The restarted server (indexes from the snapshots): when ready, after its queries. */
+  rssRestart: number;
+  rssRestartQueries: number;
   latency: Map<Mode, { p50: number; p95: number }>;
   snapshotBytes: number;
   recall: number;
@@ -198,7 +202,10 @@ async function measure(label: string, cli: string): Promise<void> {
   await stop(first.child);
   log(`${label}: restart`);
   const again = await startTimed(cli, env, 1800);
+  const rssRestart = rssOf(again.child.pid!);
   const [, firstQueryMs] = await retrieve(again.base, queries[0]!, 'hybrid');
+  for (const mode of MODES) for (const q of queries) await retrieve(again.base, q, mode);
+  const rssRestartQueries = rssOf(again.child.pid!);
   await stop(again.child);
   log(`${label}: listening after ${s(again.listenS)}, ready after ${s(again.readyS)}`);
   runs.push({
@@ -207,6 +214,8 @@ async function measure(label: string, cli: string): Promise<void> {
     restart: { listenS: again.listenS, readyS: again.readyS, firstQueryMs },
     rssRest,
     rssQueries,
+    rssRestart,
+    rssRestartQueries,
     latency,
     snapshotBytes,
     recall: recalled / (10 * Math.max(1, exactTop.length)),
@@ -253,6 +262,8 @@ row('restart → ready', (r) => s(r.restart.readyS));
 row('first hybrid query after ready', (r) => `${ms(r.restart.firstQueryMs)} ms`);
 row('RSS at rest', (r) => mb(r.rssRest));
 row(`RSS after ${3 * queryCount} queries`, (r) => mb(r.rssQueries));
+row('restart: RSS when ready (indexes from the snapshots)', (r) => mb(r.rssRestart));
+row(`restart: RSS after ${3 * queryCount} queries`, (r) => mb(r.rssRestartQueries));
 for (const mode of MODES) {
   row(`${mode} p50 / p95`, (r) => {
     const l = r.latency.get(mode)!;

@@ -79,7 +79,7 @@ export async function writeSnapshot(
     PADDING.subarray(0, pad8(12 + header.length)),
   ];
   for (const body of bodies) {
-    // One push per part: a keyword index has two parts per lexeme (too many for a spread).
+    // One push per part: a section may have many (too many for a spread).
     for (const chunk of body.chunks) parts.push(chunk);
     parts.push(PADDING.subarray(0, pad8(body.header.bytes)));
   }
