@@ -69,6 +69,13 @@ export class RequestLog extends LogController {
   }
 }
 
+/** Whether a line of `method`'s level is written at `level` (pino's numbers; silent writes none). */
+function enabled(method: string, level: string): boolean {
+  const line = levels.values[method];
+  const threshold = levels.values[level];
+  return line !== undefined && threshold !== undefined && line >= threshold;
+}
+
 /**
  * A request's `request.log`, which becomes a real pino child (bound to the request id) at its
  * first line. Most requests write nothing through it (their one line goes through RequestLog),
@@ -94,6 +101,8 @@ export class LazyChildLogger implements FastifyBaseLogger {
     method: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent',
     args: unknown[],
   ): void {
+    // A line below the level needs no child (e.g. `incomingRequest` at debug on every request).
+    if (this.made === undefined && !enabled(method, this.level)) return;
     const logger = this.logger;
     Reflect.apply(logger[method], logger, args);
   }

@@ -16,6 +16,8 @@ describe('LazyChildLogger', () => {
     const { out, root, child } = setup();
     const log = new LazyChildLogger(root, { reqId: 'r-1' }, {});
     expect(log.level).toBe('info');
+    log.debug({ req: {} }, 'below the level');
+    log.silent('never');
     expect(child).not.toHaveBeenCalled();
     log.info({ code: 'X' }, 'first');
     log.warn('second %s', 'line');
