@@ -98,7 +98,7 @@ export class LazyChildLogger implements FastifyBaseLogger {
 
   /** Passes a line to the pino child's method of that level. */
   private write(
-    method: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent',
+    method: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace',
     args: unknown[],
   ): void {
     // A line below the level needs no child (e.g. `incomingRequest` at debug on every request).
@@ -133,8 +133,9 @@ export class LazyChildLogger implements FastifyBaseLogger {
   trace(...args: unknown[]): void {
     this.write('trace', args);
   }
-  silent(...args: unknown[]): void {
-    this.write('silent', args);
+  /** pino's `silent` writes nothing. */
+  silent(..._args: unknown[]): void {
+    return undefined;
   }
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
