@@ -20,7 +20,7 @@ import { guardConnections, serverOptions } from './http/connections.js';
 import { formatValidationErrors, registerErrorHandling } from './http/errors.js';
 import { registerLoadShedding } from './http/load-shedding.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
-import { RequestLog } from './http/request-log.js';
+import { lazyChildLogger, RequestLog } from './http/request-log.js';
 import { LazySchemas } from './http/lazy-schemas.js';
 import { validationOptions } from './http/validation.js';
 import './http/route-config.js';
@@ -37,6 +37,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log,
     logController: new RequestLog(ctx.log),
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: ctx.config.bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => {

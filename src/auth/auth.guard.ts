@@ -3,7 +3,7 @@
  * otherwise, so no route can forget them); each request is checked for read-only mode, then
  * authenticated and its level checked. The authenticated principal is `request.principal`.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { AgentLevel } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import '../http/route-config.js';
@@ -72,19 +72,36 @@ export function actorOf(principal: Principal | null): string {
 
 /** Installs the guard on the API scope. */
 export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
+  app.decorateRequest('principal', null);
+  // Each route gets its own check, first among its onRequest hooks (before a route's rate limit,
+  // as a scope hook ran): its declarations are read once here, not from `request.routeOptions`
+  // (an object built at every read) on every request, and a public route that cannot change
+  // state has no check at all (issue 13).
   app.addHook('onRoute', (route) => {
     const config = route.config ?? {};
-    if (config.access === undefined || config.mutates === undefined) {
+    const { access, mutates } = config;
+    if (access === undefined || mutates === undefined) {
       throw new Error(
         `Route ${String(route.method)} ${route.url} must declare config.access and config.mutates`,
       );
     }
+    if (access === 'public' && !mutates) return;
+    const check = routeGuard(deps, access, mutates);
+    const hooks = route.onRequest;
+    route.onRequest =
+      hooks === undefined ? [check] : [check, ...(Array.isArray(hooks) ? hooks : [hooks])];
   });
-  app.decorateRequest('principal', null);
+}
+
+/** The onRequest check of one route. */
+function routeGuard(
+  deps: GuardDeps,
+  access: 'public' | AgentLevel,
+  mutates: boolean,
+): onRequestHookHandler {
   // A callback hook: a known credential (the usual case) is admitted without a promise.
-  app.addHook('onRequest', (request, _reply, done) => {
-    const { access, mutates } = request.routeOptions.config;
-    if (mutates === true && deps.isReadOnly()) {
+  return (request, _reply, done) => {
+    if (mutates && deps.isReadOnly()) {
       done(new AppError('READ_ONLY_MODE'));
       return;
     }
@@ -92,24 +109,23 @@ export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
       done();
       return;
     }
-    const required = access ?? 'L0'; // fail closed
     const credentials = credentialsOf(request);
     // Only the first credential may answer from the cache: it is the one authenticate() tries first.
     const first = credentials[0];
     const known = typeof first === 'string' ? cachedPrincipal(deps, first) : undefined;
     if (known !== undefined) {
-      done(admit(request, known, required));
+      done(admit(request, known, access));
       return;
     }
     authenticate(deps, credentials).then(
       (principal) => {
-        done(admit(request, principal, required));
+        done(admit(request, principal, access));
       },
       (error: unknown) => {
         done(error as Error);
       },
     );
-  });
+  };
 }
 
 /** The principal of a credential verified before and still valid, found without a promise. */

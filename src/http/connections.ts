@@ -96,8 +96,11 @@ function capConnections(app: FastifyInstance, limits: ConnectionLimits): void {
       else open.set(address, left);
     });
   });
-  app.addHook('onRequest', async (request) => {
-    if (refused.has(request.raw.socket)) throw new AppError('TOO_MANY_CONNECTIONS', message);
+  // A callback hook: an async one costs a promise and a microtask hop on every request (issue 13).
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(
+      refused.has(request.raw.socket) ? new AppError('TOO_MANY_CONNECTIONS', message) : undefined,
+    );
   });
 }
 

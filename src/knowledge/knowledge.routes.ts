@@ -39,16 +39,6 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
   app,
   { knowledge },
 ) => {
-  await app.register(multipart, {
-    limits: {
-      fileSize: knowledge.uploadMaxBytes,
-      files: 2,
-      fields: 20,
-      fieldSize: 64 * 1024,
-      parts: 30,
-    },
-  });
-
   await app.register(eventsRoutes, { knowledge });
   await app.register(markdownRoutes, { knowledge });
 
@@ -171,105 +161,119 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
     async (request) => ({ items: await knowledge.documents.chunks(request.params.id) }),
   );
 
-  app.post(
-    '/knowledge/documents/upload',
-    {
-      config: {
-        ...WRITE,
-        // The form is documented, not validated: the handler streams the parts itself.
-        swaggerTransform: ({ schema, url }) => ({
-          schema: { ...schema, body: UploadFormWithIndexSchema },
-          url,
-        }),
+  // Multipart only where uploads live: the plugin adds an async onRequest and onResponse hook (a
+  // promise and a 'close' listener per request) to every route of the scope it is registered in.
+  await app.register(async (uploads) => {
+    await uploads.register(multipart, {
+      limits: {
+        fileSize: knowledge.uploadMaxBytes,
+        files: 2,
+        fields: 20,
+        fieldSize: 64 * 1024,
+        parts: 30,
       },
-      schema: {
-        summary: 'Upload one file',
-        description:
-          'Streams the file to disk. 201 with the new document; 200 with the existing one when the same bytes were uploaded to the same project before. With `index=true` the document is queued for indexing (as `async: true` of the index route, with the optional `commandId`, `maxChars`, `overlapChars`) and answered in status `indexing`; a duplicate being indexed already is answered as it is. Invalid fields → 400 before anything is stored.',
-        tags,
-        consumes: ['multipart/form-data'],
-        response: {
-          200: described(
-            'The same file was uploaded to this project before: that document.',
-            DocumentSchema,
-          ),
-          201: described(
-            'The new document, status `uploaded` (`indexing` with `index=true`).',
-            DocumentSchema,
-          ),
-          ...errors(413, 415, 503),
-        },
-      },
-    },
-    async (request, reply) => {
-      const { input, fields } = await readUpload(
-        request,
-        knowledge.storage,
-        knowledge.uploadMaxBytes,
-      );
-      let options;
-      try {
-        options = knowledge.ingest.formOptions(fields);
-      } catch (error) {
-        await input.file.discard();
-        throw error;
-      }
-      const { document, created } = await knowledge.ingest.add(
-        { ...input, ...(options.metadata === undefined ? {} : { metadata: options.metadata }) },
-        options.index,
-      );
-      return reply.status(created ? 201 : 200).send(document);
-    },
-  );
+    });
 
-  app.post(
-    '/knowledge/documents/batch',
-    {
-      config: {
-        ...WRITE,
-        swaggerTransform: ({ schema, url }) => ({
-          schema: { ...schema, body: BatchFormSchema },
-          url,
-        }),
-      },
-      schema: {
-        summary: 'Upload several files',
-        description:
-          'Each file part becomes a document as if uploaded alone, with the same optional fields (`projectId`, `source`, `metadata`, `index`, `commandId`, `maxChars`, `overlapChars`) applied to each. 200 with one item per file, in part order: `status` is what the file alone would have answered (201, 200 duplicate, 400, 413, …), with `document` or `error`. One bad file never fails the others, and nothing of a refused file is kept. Invalid fields → 400 for the whole batch, before anything is stored.',
-        tags,
-        consumes: ['multipart/form-data'],
-        response: {
-          200: described('One item per file part.', BatchResultSchema),
-          ...errors(413, 415, 503),
+    uploads.post(
+      '/knowledge/documents/upload',
+      {
+        config: {
+          ...WRITE,
+          // The form is documented, not validated: the handler streams the parts itself.
+          swaggerTransform: ({ schema, url }) => ({
+            schema: { ...schema, body: UploadFormWithIndexSchema },
+            url,
+          }),
+        },
+        schema: {
+          summary: 'Upload one file',
+          description:
+            'Streams the file to disk. 201 with the new document; 200 with the existing one when the same bytes were uploaded to the same project before. With `index=true` the document is queued for indexing (as `async: true` of the index route, with the optional `commandId`, `maxChars`, `overlapChars`) and answered in status `indexing`; a duplicate being indexed already is answered as it is. Invalid fields → 400 before anything is stored.',
+          tags,
+          consumes: ['multipart/form-data'],
+          response: {
+            200: described(
+              'The same file was uploaded to this project before: that document.',
+              DocumentSchema,
+            ),
+            201: described(
+              'The new document, status `uploaded` (`indexing` with `index=true`).',
+              DocumentSchema,
+            ),
+            ...errors(413, 415, 503),
+          },
         },
       },
-    },
-    async (request) => {
-      const { parts, fields } = await readBatch(
-        request,
-        knowledge.storage,
-        knowledge.uploadMaxBytes,
-        knowledge.batchMaxFiles,
-      );
-      let options;
-      try {
-        options = knowledge.ingest.formOptions(fields);
-      } catch (error) {
-        await discardAll(parts);
-        throw error;
-      }
-      const outcomes = await knowledge.ingest.addBatch(parts, options);
-      return {
-        items: outcomes.map(({ name, result, error }) => {
-          if (result !== undefined) {
-            return { name, status: result.created ? 201 : 200, document: result.document };
-          }
-          const body = toErrorBody(error);
-          return { name, status: body.statusCode, error: body };
-        }),
-      };
-    },
-  );
+      async (request, reply) => {
+        const { input, fields } = await readUpload(
+          request,
+          knowledge.storage,
+          knowledge.uploadMaxBytes,
+        );
+        let options;
+        try {
+          options = knowledge.ingest.formOptions(fields);
+        } catch (error) {
+          await input.file.discard();
+          throw error;
+        }
+        const { document, created } = await knowledge.ingest.add(
+          { ...input, ...(options.metadata === undefined ? {} : { metadata: options.metadata }) },
+          options.index,
+        );
+        return reply.status(created ? 201 : 200).send(document);
+      },
+    );
+
+    uploads.post(
+      '/knowledge/documents/batch',
+      {
+        config: {
+          ...WRITE,
+          swaggerTransform: ({ schema, url }) => ({
+            schema: { ...schema, body: BatchFormSchema },
+            url,
+          }),
+        },
+        schema: {
+          summary: 'Upload several files',
+          description:
+            'Each file part becomes a document as if uploaded alone, with the same optional fields (`projectId`, `source`, `metadata`, `index`, `commandId`, `maxChars`, `overlapChars`) applied to each. 200 with one item per file, in part order: `status` is what the file alone would have answered (201, 200 duplicate, 400, 413, …), with `document` or `error`. One bad file never fails the others, and nothing of a refused file is kept. Invalid fields → 400 for the whole batch, before anything is stored.',
+          tags,
+          consumes: ['multipart/form-data'],
+          response: {
+            200: described('One item per file part.', BatchResultSchema),
+            ...errors(413, 415, 503),
+          },
+        },
+      },
+      async (request) => {
+        const { parts, fields } = await readBatch(
+          request,
+          knowledge.storage,
+          knowledge.uploadMaxBytes,
+          knowledge.batchMaxFiles,
+        );
+        let options;
+        try {
+          options = knowledge.ingest.formOptions(fields);
+        } catch (error) {
+          await discardAll(parts);
+          throw error;
+        }
+        const outcomes = await knowledge.ingest.addBatch(parts, options);
+        return {
+          items: outcomes.map(({ name, result, error }) => {
+            if (result !== undefined) {
+              return { name, status: result.created ? 201 : 200, document: result.document };
+            }
+            const body = toErrorBody(error);
+            return { name, status: body.statusCode, error: body };
+          }),
+        };
+      },
+    );
+  });
 
   app.post(
     '/knowledge/documents/text',

@@ -331,6 +331,32 @@ describe('POST /auth/token', () => {
       await limited.close();
     }
   });
+
+  it('checks credentials before a route’s own rate limit: refused callers use none of it', async () => {
+    const limited = await createTestApp({ env: { AUTH_TOKEN_RATE_LIMIT: '2' } });
+    try {
+      const refresh = (authorization: string) =>
+        limited.app.inject({
+          method: 'POST',
+          url: `${limited.prefix}/auth/token/refresh`,
+          headers: { authorization },
+        });
+      const refused: number[] = [];
+      for (let i = 0; i < 4; i++) refused.push((await refresh('Bearer aps_wrong')).statusCode);
+      expect(refused).toEqual([401, 401, 401, 401]);
+      const minted = await limited.app.inject({
+        method: 'POST',
+        url: `${limited.prefix}/auth/token`,
+        payload: { apiKey: limited.key },
+      });
+      const jwt = minted.json<{ token: string }>().token;
+      const codes: number[] = [];
+      for (let i = 0; i < 3; i++) codes.push((await refresh(`Bearer ${jwt}`)).statusCode);
+      expect(codes).toEqual([200, 200, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
 });
 
 describe('JWT attacks', () => {

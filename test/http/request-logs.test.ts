@@ -73,6 +73,21 @@ describe('a request line', () => {
     }
   });
 
+  it('a line written through request.log (the error handler’s) carries the request id', async () => {
+    t = await createTestApp();
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `${t.prefix}/knowledge/commands`,
+      headers: { authorization: 'Bearer aps_not-a-key', 'x-request-id': 'req-line-3' },
+    });
+    expect(res.statusCode).toBe(401);
+    const lines = t.logs.lines
+      .map((l) => JSON.parse(l) as { reqId?: string; msg: string; code?: string })
+      .filter((l) => l.reqId === 'req-line-3');
+    expect(lines.map((l) => l.code ?? l.msg)).toEqual(['AUTH_UNAUTHORIZED', 'request completed']);
+    expect(t.logs.text).not.toContain('aps_not-a-key');
+  });
+
   it('at debug, the incoming line comes first', async () => {
     t = await createTestApp({ env: { LOG_LEVEL: 'debug' } });
     await t.app.inject({

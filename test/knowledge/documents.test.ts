@@ -132,6 +132,17 @@ describe('upload', () => {
       before.list,
     );
   });
+
+  it('only the upload routes take multipart forms: a JSON route answers one 415', async () => {
+    const form = multipart([{ name: 'query', value: 'x' }]);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: k.url('/retrieve'),
+      headers: { ...bearer(t.key), ...form.headers },
+      payload: form.payload,
+    });
+    expect(res.json()).toMatchObject({ statusCode: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
+  });
 });
 
 describe('malformed uploads', () => {
