@@ -50,11 +50,11 @@ const READ_TERMS = `with s as (
   select w.ord::int as ord, w.lexeme, coalesce(t.chunks, 0)::float8 as df,
     s.chunks::float8 as n, s.tokens::float8 as tokens, s.generation::float8 as generation,
     null::text as document_id, null::text as project_key, null::float8 as base,
-    null::bytea as postings
+    null::text as postings
   from w cross join s left join knowledge_fts_terms t on t.lexeme = w.lexeme
   union all
   select null, p.lexeme, null, null, null, null, p.document_id, p.project_key,
-    p.seq_base::float8, p.postings
+    p.seq_base::float8, encode(p.postings, 'base64')
   from wanted join knowledge_fts_postings p on p.lexeme = wanted.lexeme
     join knowledge_documents d on d.id = p.document_id
   where ${SEARCHABLE}
@@ -77,9 +77,12 @@ export async function readTerms(
     document_id: string | null;
     project_key: string | null;
     base: number | null;
-    postings: Buffer | null;
+    /** Base64: a third fewer bytes to encode, send and decode than bytea's hex (~30% faster). */
+    postings: string | null;
   }>({
-    name: 'aps_keyword_terms',
+    // Renamed with its text: a pool one process shares between builds (bench:pg-keyword --before)
+    // must not meet one name for two texts.
+    name: 'aps_keyword_terms_b64',
     text: READ_TERMS,
     values: [
       words,
@@ -104,11 +107,10 @@ export async function readTerms(
       continue;
     }
     if (row.postings === null) continue;
+    const decoded = Buffer.from(row.postings, 'base64');
     // A small Buffer is a view of a shared 8 KB slab: a kept row holds its own bytes only.
     const bytes =
-      row.postings.byteLength === row.postings.buffer.byteLength
-        ? row.postings
-        : new Uint8Array(row.postings);
+      decoded.byteLength === decoded.buffer.byteLength ? decoded : new Uint8Array(decoded);
     const item: PostingsRow = {
       documentId: row.document_id ?? '',
       projectKey: row.project_key ?? '',
