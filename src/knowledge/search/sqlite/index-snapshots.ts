@@ -226,8 +226,7 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
   const starts = section(snapshot, 'postingStarts', Int32Array);
   const lengths = section(snapshot, 'postingLengths', Int32Array);
   const postingLast = section(snapshot, 'postingLast', Int32Array);
-  // Copied out of the file's buffer, which can then go (the row arrays are copied too).
-  const postings = section(snapshot, 'postings', Uint8Array).slice();
+  const postings = section(snapshot, 'postings', Uint8Array);
   if (postingLast.length !== lengths.length || starts.length !== lengths.length) {
     throw new SnapshotError('postings');
   }
@@ -258,10 +257,12 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
     postingLast,
   };
   checkRows(state, [state.rowids, state.documentOf, state.projectOf, state.lengths, state.alive]);
+  // The sections are arrays of their own (snapshot-file.ts): the index keeps them.
   return KeywordIndex.fromState(
     state,
     // '' marks room the lists grew into, past every id the lexer gave: not a lexeme.
     Int32Array.from(lexemes, (l) => (l === '' ? -1 : lexer.intern(l))),
+    true,
   );
 }
 
@@ -329,7 +330,8 @@ export function vectorFromSnapshot(
   if (state.floats.length !== state.count * dims || state.int8.length !== state.count * rowBytes) {
     throw new SnapshotError('vectors');
   }
-  return VectorIndex.fromState(state, options);
+  // The sections are arrays of their own (snapshot-file.ts): the index keeps them.
+  return VectorIndex.fromState(state, options, true);
 }
 
 /** Every per-row array holds `count` rows, and so does the id list. */

@@ -54,12 +54,12 @@ export class KeywordIndex extends KeywordStore {
   private readonly groupRows = new RowList();
 
   /**
-   * An index holding a snapshot's rows. Row arrays are copied; posting lists are kept as given
-   * (views of the snapshot's buffer), their lexeme ids mapped through `lexemeIds`.
+   * An index holding a snapshot's rows (keyword-store.ts `restore`; `owned`: the row arrays are
+   * the index's to keep, a snapshot file's sections).
    */
-  static fromState(state: KeywordState, lexemeIds: Int32Array): KeywordIndex {
+  static fromState(state: KeywordState, lexemeIds: Int32Array, owned = false): KeywordIndex {
     const index = new KeywordIndex();
-    index.restore(state, lexemeIds);
+    index.restore(state, lexemeIds, owned);
     return index;
   }
 

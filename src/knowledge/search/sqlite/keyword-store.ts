@@ -72,12 +72,12 @@ export class KeywordStore {
   /** Per-row tally by lexeme id while adding, all zero between rows. */
   protected tally = new Int32Array(0);
   // Per row (row numbers ascend with rowids, as rows are added in rowid order).
-  protected rowids = new Float64Array(0);
+  protected rowids: Float64Array = new Float64Array(0);
   protected chunkIds: string[] = [];
-  protected documentOf = new Int32Array(0);
-  protected projectOf = new Int32Array(0);
-  protected lengths = new Int32Array(0);
-  protected alive = new Uint8Array(0);
+  protected documentOf: Int32Array = new Int32Array(0);
+  protected projectOf: Int32Array = new Int32Array(0);
+  protected lengths: Int32Array = new Int32Array(0);
+  protected alive: Uint8Array = new Uint8Array(0);
   /** Score accumulator of a search, all zero between searches. */
   protected scratch = new Float64Array(0);
   /**
@@ -355,19 +355,31 @@ export class KeywordStore {
   }
 
   /**
-   * An index holding a snapshot's rows. Row arrays are copied; the lists' bytes are kept as given
-   * (the arena: a list that grows moves to its end), their lexeme ids mapped through `lexemeIds`.
+   * An index holding a snapshot's rows. Row arrays are copied, or with `owned` (arrays of exactly
+   * `count` rows that nothing else holds: a snapshot file's sections) kept; the lists' bytes are
+   * kept as given (the arena: a list that grows moves to its end), their lexeme ids mapped through
+   * `lexemeIds`.
    */
-  protected restore(state: KeywordState, lexemeIds: Int32Array): void {
+  protected restore(state: KeywordState, lexemeIds: Int32Array, owned = false): void {
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- reads as the restored index
     const index = this;
     const n = state.count;
-    index.reserve(n);
-    index.rowids.set(state.rowids);
-    index.documentOf.set(state.documentOf);
-    index.projectOf.set(state.projectOf);
-    index.lengths.set(state.lengths);
-    index.alive.set(state.alive);
+    if (owned) {
+      index.rowids = state.rowids;
+      index.documentOf = state.documentOf;
+      index.projectOf = state.projectOf;
+      index.lengths = state.lengths;
+      index.alive = state.alive;
+      index.scratch = new Float64Array(n);
+      index.capacity = n;
+    } else {
+      index.reserve(n);
+      index.rowids.set(state.rowids);
+      index.documentOf.set(state.documentOf);
+      index.projectOf.set(state.projectOf);
+      index.lengths.set(state.lengths);
+      index.alive.set(state.alive);
+    }
     index.chunkIds = state.chunkIds;
     index.count = n;
     index.tokens = state.tokens;

@@ -6,9 +6,9 @@
  *
  * Written from views of the live index arrays without copying them, in batches with the event
  * loop free in between; the write is abandoned (the file never renamed into place) when the
- * index changed meanwhile. Read with one sequential read; the sections are views of that buffer.
+ * index changed meanwhile. Read in one sequential pass, each section into an array of its own.
  */
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 
 const MAGIC = Buffer.from('APSSNAP1');
@@ -117,55 +117,106 @@ export async function writeSnapshot(
   return true;
 }
 
-/** A snapshot read back: its meta and its sections (views of the file's bytes). */
+/** Whether a parsed header has the shape written (a changed byte can keep it valid JSON). */
+function isHeader(value: unknown): value is Header {
+  const object = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+  return (
+    object(value) &&
+    object(value.meta) &&
+    Array.isArray(value.sections) &&
+    value.sections.every(
+      (section: unknown) =>
+        object(section) &&
+        typeof section.name === 'string' &&
+        typeof section.type === 'string' &&
+        Number.isSafeInteger(section.bytes) &&
+        (section.bytes as number) >= 0,
+    )
+  );
+}
+
+/** A snapshot read back: its meta and its sections (each an array of its own). */
 export interface Snapshot {
   meta: Record<string, unknown>;
   arrays: Map<string, Typed>;
   strings: Map<string, string[]>;
 }
 
-/** Reads and checks a snapshot; throws SnapshotError when it is corrupt or of another format. */
+/**
+ * Reads and checks a snapshot; throws SnapshotError when it is corrupt or of another format.
+ * One sequential pass: each array section is read straight into an array of its own (which an
+ * index may keep as it is: no whole-file buffer, no copy), the CRC computed as the bytes come;
+ * nothing is returned unless the CRC matches.
+ */
 export async function readSnapshot(path: string): Promise<Snapshot> {
-  let file = await readFile(path);
-  if (file.byteOffset % 8 !== 0) file = Buffer.from(file);
-  if (file.byteLength < 20 || !file.subarray(0, 8).equals(MAGIC)) {
-    throw new SnapshotError('not a snapshot');
-  }
-  const end = file.byteLength - 4;
-  // In slices with the event loop free in between: a million chunks are about a gigabyte.
-  let crc = 0;
-  for (let at = 0; at < end; at += BATCH_BYTES) {
-    crc = crc32(file.subarray(at, Math.min(end, at + BATCH_BYTES)), crc);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  if (crc >>> 0 !== file.readUInt32LE(end)) {
-    throw new SnapshotError('checksum mismatch');
-  }
-  const headerBytes = file.readUInt32LE(8);
-  let header: Header;
+  const file = await open(path, 'r');
   try {
-    header = JSON.parse(file.subarray(12, 12 + headerBytes).toString('utf8')) as Header;
-  } catch {
-    throw new SnapshotError('unreadable header');
-  }
-  const snapshot: Snapshot = { meta: header.meta, arrays: new Map(), strings: new Map() };
-  let at = 12 + headerBytes + pad8(12 + headerBytes);
-  for (const section of header.sections) {
-    if (at + section.bytes > end) throw new SnapshotError('truncated');
-    const start = file.byteOffset + at;
-    if (section.type === 'strings') {
-      const list = JSON.parse(file.subarray(at, at + section.bytes).toString('utf8')) as unknown;
-      if (!Array.isArray(list)) throw new SnapshotError(`section ${section.name}`);
-      snapshot.strings.set(section.name, list as string[]);
-    } else {
-      const Type = (ARRAYS as Partial<typeof ARRAYS>)[section.type];
-      if (Type === undefined) throw new SnapshotError(`section type ${section.type}`);
-      const count = section.bytes / Type.BYTES_PER_ELEMENT;
-      snapshot.arrays.set(section.name, new Type(file.buffer, start, count));
+    const end = (await file.stat()).size - 4;
+    if (end < 16) throw new SnapshotError('not a snapshot');
+    let at = 0;
+    let crc = 0;
+    /** Fills `bytes` from the file at `at` on (at most a batch per read) and CRCs them. */
+    const read = async (bytes: Uint8Array): Promise<void> => {
+      if (at + bytes.byteLength > end) throw new SnapshotError('truncated');
+      for (let done = 0; done < bytes.byteLength;) {
+        const length = Math.min(bytes.byteLength - done, BATCH_BYTES);
+        const { bytesRead } = await file.read(bytes, done, length, at + done);
+        if (bytesRead === 0) throw new SnapshotError('truncated');
+        crc = crc32(bytes.subarray(done, done + bytesRead), crc);
+        done += bytesRead;
+      }
+      at += bytes.byteLength;
+    };
+    const head = Buffer.alloc(12);
+    await read(head);
+    if (!head.subarray(0, 8).equals(MAGIC)) throw new SnapshotError('not a snapshot');
+    const headerBytes = head.readUInt32LE(8);
+    if (12 + headerBytes > end) throw new SnapshotError('truncated');
+    const headerPart = Buffer.alloc(headerBytes + pad8(12 + headerBytes));
+    await read(headerPart);
+    let header: unknown;
+    try {
+      header = JSON.parse(headerPart.subarray(0, headerBytes).toString('utf8'));
+    } catch {
+      throw new SnapshotError('unreadable header');
     }
-    at += section.bytes + pad8(section.bytes);
+    if (!isHeader(header)) throw new SnapshotError('unreadable header');
+    const snapshot: Snapshot = { meta: header.meta, arrays: new Map(), strings: new Map() };
+    for (const section of header.sections) {
+      if (at + section.bytes > end) throw new SnapshotError('truncated');
+      if (section.type === 'strings') {
+        const bytes = Buffer.alloc(section.bytes);
+        await read(bytes);
+        let list: unknown;
+        try {
+          list = JSON.parse(bytes.toString('utf8'));
+        } catch {
+          throw new SnapshotError(`section ${section.name}`);
+        }
+        if (!Array.isArray(list)) throw new SnapshotError(`section ${section.name}`);
+        snapshot.strings.set(section.name, list as string[]);
+      } else {
+        const Type = (ARRAYS as Partial<typeof ARRAYS>)[section.type];
+        if (Type === undefined || section.bytes % Type.BYTES_PER_ELEMENT !== 0) {
+          throw new SnapshotError(`section ${section.name}`);
+        }
+        const array = new Type(section.bytes / Type.BYTES_PER_ELEMENT);
+        await read(bytesOf(array));
+        snapshot.arrays.set(section.name, array);
+      }
+      const padding = pad8(section.bytes);
+      if (padding > 0) await read(new Uint8Array(padding));
+    }
+    if (at !== end) throw new SnapshotError('bytes after the sections');
+    const trailer = Buffer.alloc(4);
+    const { bytesRead } = await file.read(trailer, 0, 4, end);
+    if (bytesRead !== 4 || crc >>> 0 !== trailer.readUInt32LE(0)) {
+      throw new SnapshotError('checksum mismatch');
+    }
+    return snapshot;
+  } finally {
+    await file.close();
   }
-  return snapshot;
 }
 
 /** The size and CRC-32 of a file (a graph saved beside a snapshot), read in batches. */

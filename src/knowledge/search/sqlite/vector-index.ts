@@ -47,8 +47,8 @@ export class VectorIndex {
   /** Row → chunk id; '' for a deleted row (compacted away later). */
   private ids: string[] = [];
   /** Row → document and project key numbers (Numbers: one string per document, not per row). */
-  private documentOf = new Int32Array(0);
-  private projectOf = new Int32Array(0);
+  private documentOf: Int32Array = new Int32Array(0);
+  private projectOf: Int32Array = new Int32Array(0);
   private readonly documents = new Numbering();
   private readonly projects = new Numbering();
   private readonly rowOf = new Map<string, number>();
@@ -391,16 +391,33 @@ export class VectorIndex {
     };
   }
 
-  /** An index holding a snapshot's rows (the arrays are copied into its own). */
-  static fromState(state: VectorState, options: VectorIndexOptions = {}): VectorIndex {
+  /**
+   * An index holding a snapshot's rows: the arrays are copied into its own, or with `owned`
+   * (arrays of exactly `count` rows that nothing else holds: a snapshot file's sections) kept as
+   * they are. The int8 rows are copied either way (they live in the scan's WebAssembly memory).
+   */
+  static fromState(
+    state: VectorState,
+    options: VectorIndexOptions = {},
+    owned = false,
+  ): VectorIndex {
     const index = new VectorIndex(state.dims, options);
     const n = state.count;
-    index.reserve(n);
-    index.floats.set(state.floats);
-    index.scales.set(state.scales);
+    if (owned) {
+      index.floats = state.floats;
+      index.scales = state.scales;
+      index.documentOf = state.documentOf;
+      index.projectOf = state.projectOf;
+      index.int8.reserve(n);
+      index.capacity = n;
+    } else {
+      index.reserve(n);
+      index.floats.set(state.floats);
+      index.scales.set(state.scales);
+      index.documentOf.set(state.documentOf);
+      index.projectOf.set(state.projectOf);
+    }
     index.int8.rows(n).set(state.int8);
-    index.documentOf.set(state.documentOf);
-    index.projectOf.set(state.projectOf);
     for (const id of state.documentIds) index.documents.number(id);
     for (const key of state.projectKeys) index.projects.number(key);
     index.ids = state.ids;
