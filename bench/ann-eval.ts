@@ -12,7 +12,9 @@
 import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.js';
 import { createEmbeddingProvider } from '../src/knowledge/embeddings/index.js';
+import { statementCache } from '../src/knowledge/search/sqlite/statements.js';
 import { VectorIndex, type IndexRow } from '../src/knowledge/search/sqlite/vector-index.js';
+import { tableVectors } from '../src/knowledge/search/sqlite/vector-tables.js';
 import { loadParaphrase } from './retrieval/paraphrase.js';
 import { rng, SentenceGenerator } from './retrieval/synthetic.js';
 
@@ -34,11 +36,11 @@ const rows: IndexRow[] = (select.all(Number(rowsArg ?? 1e9)) as [string, Buffer,
     vector: new Float32Array(new Uint8Array(blob).buffer),
   }),
 );
-db.close();
-
-const exact = new VectorIndex(dims);
+// The indexes re-score their candidates from the table, as the store's do.
+const source = tableVectors(statementCache(db), table);
+const exact = new VectorIndex(dims, source);
 exact.add(rows);
-const approximate = new VectorIndex(dims, { annMin: 1 });
+const approximate = new VectorIndex(dims, source, { annMin: 1 });
 const started = performance.now();
 approximate.add(rows);
 while (approximate.buildGraph(1000));
@@ -97,3 +99,4 @@ const report = approximate.memoryReport();
 console.log(
   `graph bytes per vector: ${((report['vector graph (estimate) + keys'] ?? 0) / rows.length).toFixed(0)}`,
 );
+db.close();

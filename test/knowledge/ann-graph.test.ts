@@ -17,7 +17,7 @@ import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { VectorIndex, type IndexRow } from '../../src/knowledge/search/sqlite/vector-index.js';
 import { tempDir } from '../helpers.js';
-import { insertIndexingDocument } from './helpers.js';
+import { insertIndexingDocument, MemoryVectorTable } from './helpers.js';
 
 const DIMS = 24;
 const random = seededRandom(7);
@@ -62,7 +62,9 @@ function buildAll(index: VectorIndex): void {
 describe('the approximate graph of a vector index', () => {
   it('starts at the threshold; until built, the uncovered rows are scanned exactly', () => {
     const rows = clustered(1200, 30);
-    const index = new VectorIndex(DIMS, { annMin: 1000 });
+    const table = new MemoryVectorTable();
+    table.put(rows);
+    const index = new VectorIndex(DIMS, table, { annMin: 1000 });
     index.add(rows.slice(0, 999));
     expect(index.graph).toBeNull();
     index.add(rows.slice(999));
@@ -79,15 +81,16 @@ describe('the approximate graph of a vector index', () => {
     expect(index.graphPending).toBe(false);
     expect(index.graph?.size).toBe(1200);
     // Never below the threshold: no graph at all.
-    const small = new VectorIndex(DIMS, { annMin: 5000 });
+    const small = new VectorIndex(DIMS, table, { annMin: 5000 });
     small.add(rows);
     expect(small.graph).toBeNull();
   });
 
   it('has recall@10 ≥ 0.98 against an exact scan, scores exact', () => {
     const rows = clustered(6000, 60);
-    const index = new VectorIndex(DIMS, { annMin: 1000 });
-    index.add(rows);
+    const table = new MemoryVectorTable();
+    const index = new VectorIndex(DIMS, table, { annMin: 1000 });
+    index.add(table.put(rows));
     buildAll(index);
     let found = 0;
     const queries = 60;
@@ -106,8 +109,9 @@ describe('the approximate graph of a vector index', () => {
 
   it('keeps deletes, new rows and compaction in step with the graph', () => {
     const rows = clustered(3000, 30);
-    const index = new VectorIndex(DIMS, { annMin: 1000 });
-    index.add(rows);
+    const table = new MemoryVectorTable();
+    const index = new VectorIndex(DIMS, table, { annMin: 1000 });
+    index.add(table.put(rows));
     buildAll(index);
     // Deleted documents never come back; the graph's nodes go with them.
     const gone = new Set<string>();
@@ -124,7 +128,7 @@ describe('the approximate graph of a vector index', () => {
     }
     // New rows are found before the graph takes them (the scanned tail), and after.
     const added = clustered(400, 10, 3000);
-    index.add(added);
+    index.add(table.put(added));
     expect(index.graphPending).toBe(true);
     const probe = added[17]?.vector ?? new Float32Array(DIMS);
     expect(index.search(probe, {}, 1)[0]?.chunkId).toBe('c3017');

@@ -6,6 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import type { IndexRow, VectorSource } from '../../src/knowledge/search/sqlite/vector-index.js';
 import { bearer, createTestApp, type TestApp } from '../helpers.js';
 
 export type Part =
@@ -284,4 +285,29 @@ export function insertIndexingDocument(
     )
     .run(id, `${id}.md`, projectId, projectId ?? '', id, id, token, now, now);
   return { id, token };
+}
+
+/**
+ * A vector table held in memory, for the vector index's own tests: the index reads its rows'
+ * exact vectors from it by chunk id, as the store's index reads its SQLite table.
+ */
+export class MemoryVectorTable implements VectorSource {
+  private readonly stored = new Map<string, Float32Array>();
+  reads = 0;
+
+  /** Stores the rows' vectors (replacing a chunk's) and returns the rows, to add to an index. */
+  put<T extends IndexRow>(rows: readonly T[]): readonly T[] {
+    for (const row of rows) this.stored.set(row.chunkId, row.vector);
+    return rows;
+  }
+
+  vectors(chunkIds: readonly string[]): Map<string, Float32Array> {
+    this.reads++;
+    const found = new Map<string, Float32Array>();
+    for (const id of chunkIds) {
+      const vector = this.stored.get(id);
+      if (vector !== undefined) found.set(id, vector);
+    }
+    return found;
+  }
 }

@@ -15,6 +15,11 @@ import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
 import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SNAPSHOT_FORMAT } from '../../src/knowledge/search/sqlite/index-snapshots.js';
+import {
+  readSnapshot,
+  writeSnapshot,
+  type Section,
+} from '../../src/knowledge/search/sqlite/snapshot-file.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
 import { insertIndexingDocument } from './helpers.js';
@@ -196,6 +201,34 @@ describe('search index snapshots (SQLite)', () => {
     const again: string[] = [];
     await storeOf(entry, again).warm(MODEL);
     expect(again.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
+  });
+
+  it('a vector snapshot holding the float32 copy of earlier builds is used, its floats not kept', async () => {
+    const { dir, entry } = await saved();
+    const snapshots = join(dir, 'search-snapshots');
+    const name = readdirSync(snapshots).find((n) => n.includes('.vector-'));
+    const path = join(snapshots, name ?? '');
+    const before = await readSnapshot(path);
+    expect(before.arrays.has('floats')).toBe(false);
+    const count = before.meta.count as number;
+    // The same snapshot as a build with the float32 copy in memory wrote it.
+    const sections = new Map<string, Section>();
+    for (const [key, list] of before.strings) sections.set(key, { type: 'strings', list });
+    for (const [key, array] of before.arrays) {
+      const type =
+        array instanceof Float32Array ? 'f32' : array instanceof Int8Array ? 'i8' : 'i32';
+      sections.set(key, { type, parts: [array] });
+    }
+    sections.set('floats', { type: 'f32', parts: [new Float32Array(count * DIMS).fill(0.5)] });
+    await writeSnapshot(path, before.meta, sections, () => true);
+    const logs: string[] = [];
+    const restored = storeOf(entry, logs);
+    await restored.warm(MODEL);
+    expect(logs.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
+    expect(Object.keys(restored.memoryReport()).some((k) => k.includes('float'))).toBe(false);
+    const fresh = storeOf(entry);
+    await fresh.warm(MODEL);
+    expect(await evidence(restored)).toEqual(await evidence(fresh));
   });
 
   it("another database's snapshots (a copied or restored file) are not used", async () => {

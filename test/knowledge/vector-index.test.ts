@@ -9,7 +9,7 @@ import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import { Int8Matrix } from '../../src/knowledge/search/sqlite/dot-kernel.js';
 import { VectorIndex, type IndexRow } from '../../src/knowledge/search/sqlite/vector-index.js';
 import { createTestApp, type TestApp } from '../helpers.js';
-import { KnowledgeClient } from './helpers.js';
+import { KnowledgeClient, MemoryVectorTable } from './helpers.js';
 
 const DIMS = 20;
 
@@ -67,8 +67,9 @@ describe('Int8Matrix', () => {
 describe('VectorIndex', () => {
   const random = seededRandom(42);
   const all = rows(random, 5000, 50);
-  const index = new VectorIndex(DIMS);
-  index.add(all);
+  const table = new MemoryVectorTable();
+  const index = new VectorIndex(DIMS, table);
+  index.add(table.put(all));
   const queries = Array.from({ length: 20 }, () =>
     Float32Array.from({ length: DIMS }, () => random() * 2 - 1),
   );
@@ -81,6 +82,23 @@ describe('VectorIndex', () => {
       got.forEach((c, i) => {
         expect(c.score).toBeCloseTo(want[i]!.score, 5);
       });
+    }
+  });
+
+  it('scores from the table: the stored vectors normalised in float32, bit for bit', () => {
+    const unit = (v: Float32Array) => {
+      const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+      return Float32Array.from(v, (x) => x / norm);
+    };
+    const q = unit(queries[2]!);
+    const reads = table.reads;
+    const got = index.search(q, {}, 10);
+    // One read of the candidates per search, none of the float32 copy kept in memory.
+    expect(table.reads).toBe(reads + 1);
+    expect(Object.keys(index.memoryReport()).some((k) => k.includes('float'))).toBe(false);
+    for (const hit of got) {
+      const row = unit(all[Number(hit.chunkId.slice(1))]!.vector);
+      expect(hit.score).toBe(row.reduce((s, x, j) => s + x * q[j]!, 0));
     }
   });
 
@@ -110,7 +128,7 @@ describe('VectorIndex', () => {
       );
     }
     // Re-adding a chunk id replaces its row.
-    index.add([{ ...all[45]!, vector: q }]);
+    index.add(table.put([{ ...all[45]!, vector: q }]));
     expect(index.search(q, {}, 1)[0]).toMatchObject({ chunkId: 'c45' });
     expect(index.size).toBe(left.length);
   });

@@ -53,23 +53,6 @@ export interface GraphState {
   mean: Float32Array;
 }
 
-/** The mean of `count` rows of `dims` floats, over the rows `alive(r)` keeps (zeros if none). */
-export function meanOf(
-  vectors: Float32Array,
-  dims: number,
-  count: number,
-  alive: (r: number) => boolean,
-): Float32Array {
-  const sum = new Float64Array(dims);
-  let rows = 0;
-  for (let r = 0; r < count; r++) {
-    if (!alive(r)) continue;
-    rows++;
-    for (let j = 0; j < dims; j++) sum[j] = (sum[j] as number) + (vectors[r * dims + j] as number);
-  }
-  return Float32Array.from(sum, (v) => (rows === 0 ? 0 : v / rows));
-}
-
 function newIndex(dims: number): Index {
   const { Index, MetricKind, ScalarKind } = loadUsearch();
   return new Index({
@@ -110,7 +93,7 @@ export class AnnGraph {
 
   /**
    * An empty graph over an index's `rows` existing rows (keys 0…rows-1, none covered yet),
-   * centred on `mean` (meanOf the rows).
+   * centred on `mean` (about the rows' mean).
    */
   static create(dims: number, rows: number, capacity: number, mean: Float32Array): AnnGraph {
     const keyOf = new Int32Array(Math.max(capacity, rows));
@@ -192,11 +175,16 @@ export class AnnGraph {
   }
 
   /**
-   * Adds uncovered rows to the graph for up to `budgetMs`; `vectors` holds `dims` normalised
-   * floats per row, `count` rows, `alive(r)` whether a row is not deleted. Returns whether rows
-   * remain uncovered.
+   * Adds uncovered rows to the graph for up to `budgetMs`; `vectors(rows)` gives the rows'
+   * normalised vectors (`dims` floats each, in order), `count` is the index's rows, `alive(r)`
+   * whether a row is not deleted. Returns whether rows remain uncovered.
    */
-  step(vectors: Float32Array, count: number, alive: (r: number) => boolean, budgetMs: number) {
+  step(
+    vectors: (rows: number[]) => Float32Array,
+    count: number,
+    alive: (r: number) => boolean,
+    budgetMs: number,
+  ): boolean {
     const started = performance.now();
     const dims = this.dims;
     // At least one batch per step, however small the budget.
@@ -211,12 +199,10 @@ export class AnnGraph {
         rows.push(r);
       }
       if (rows.length > 0) {
-        const batch = new Float32Array(rows.length * dims);
-        rows.forEach((r, i) => {
-          for (let j = 0; j < dims; j++) {
-            batch[i * dims + j] = (vectors[r * dims + j] as number) - (this.mean[j] as number);
-          }
-        });
+        const batch = vectors(rows);
+        for (let i = 0; i < batch.length; i++) {
+          batch[i] = (batch[i] as number) - (this.mean[i % dims] as number);
+        }
         this.index.add(BigUint64Array.from(keys), batch, 1);
       }
       this.covered = end;

@@ -111,7 +111,8 @@ export class IndexLoader {
       let copy = await this.restore(
         `vector-${table}`,
         generation,
-        (s) => vectorFromSnapshot(s, dimensions, this.indexes.vectorOptions),
+        (s) =>
+          vectorFromSnapshot(s, dimensions, this.indexes.source(table), this.indexes.vectorOptions),
         (index, s) => this.restoreGraph(`vector-${table}`, index, s),
       );
       if (copy === undefined) {
@@ -264,7 +265,7 @@ export class IndexLoader {
   private async buildVectors(table: string, dims: number): Promise<Loaded<VectorIndex>> {
     const generation = this.indexes.generation();
     const max = this.maxRowid(table);
-    const index = new VectorIndex(dims, this.indexes.vectorOptions);
+    const index = new VectorIndex(dims, this.indexes.source(table), this.indexes.vectorOptions);
     const select = this.indexes.statement(
       `select v.rowid, v.chunk_id, v.embedding, v.document_id, v.project_key
        from ${table} v cross join knowledge_chunks c on c.id = v.chunk_id

@@ -25,7 +25,12 @@ import {
   type Snapshot,
   type Typed,
 } from './snapshot-file.js';
-import { VectorIndex, type VectorIndexOptions, type VectorState } from './vector-index.js';
+import {
+  VectorIndex,
+  type VectorIndexOptions,
+  type VectorSource,
+  type VectorState,
+} from './vector-index.js';
 
 /**
  * Bumped when the layout of a snapshot changes: older files are rebuilt. 2: keyword postings as
@@ -94,7 +99,8 @@ export class SnapshotFiles {
   ): Promise<{ snapshot: Snapshot; generation: number } | { why: string }> {
     let snapshot: Snapshot;
     try {
-      snapshot = await readSnapshot(this.path(kind));
+      // A vector snapshot written before the float32 copy left memory holds one: not kept.
+      snapshot = await readSnapshot(this.path(kind), { skip: ['floats'] });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { why: 'none' };
       if (error instanceof SnapshotError) return { why: error.message };
@@ -273,7 +279,6 @@ export function vectorSections(state: VectorState): Map<string, Section> {
     ['projectOf', array([state.projectOf], 'i32')],
     ['documentIds', strings(state.documentIds)],
     ['projectKeys', strings(state.projectKeys)],
-    ['floats', array([state.floats], 'f32')],
     ['scales', array([state.scales], 'f32')],
     ['int8', array([state.int8], 'i8')],
   ]);
@@ -309,6 +314,7 @@ export function graphOfSnapshot(snapshot: Snapshot): { meta: GraphMeta; state: G
 export function vectorFromSnapshot(
   snapshot: Snapshot,
   dims: number,
+  source: VectorSource,
   options: VectorIndexOptions = {},
 ): VectorIndex {
   const meta = snapshot.meta as unknown as Meta;
@@ -321,17 +327,16 @@ export function vectorFromSnapshot(
     projectOf: section(snapshot, 'projectOf', Int32Array),
     documentIds: list(snapshot, 'documentIds'),
     projectKeys: list(snapshot, 'projectKeys'),
-    floats: section(snapshot, 'floats', Float32Array),
     scales: section(snapshot, 'scales', Float32Array),
     int8: section(snapshot, 'int8', Int8Array),
   };
   checkRows(state, [state.documentOf, state.projectOf, state.scales]);
   const rowBytes = Math.ceil(dims / 8) * 8;
-  if (state.floats.length !== state.count * dims || state.int8.length !== state.count * rowBytes) {
+  if (state.int8.length !== state.count * rowBytes) {
     throw new SnapshotError('vectors');
   }
   // The sections are arrays of their own (snapshot-file.ts): the index keeps them.
-  return VectorIndex.fromState(state, options, true);
+  return VectorIndex.fromState(state, source, options, true);
 }
 
 /** Every per-row array holds `count` rows, and so does the id list. */

@@ -14,8 +14,13 @@ import { segmentWords } from '../segment.js';
 import { sharedLexer } from './fts5-lexer.js';
 import { KeywordIndex, type KeywordRow } from './keyword-index.js';
 import type { Statements } from './statements.js';
-import { VectorIndex, type IndexRow, type VectorIndexOptions } from './vector-index.js';
-import { asFloat32 } from './vector-tables.js';
+import {
+  VectorIndex,
+  type IndexRow,
+  type VectorIndexOptions,
+  type VectorSource,
+} from './vector-index.js';
+import { asFloat32, tableVectors } from './vector-tables.js';
 
 /** An in-process copy of an index and the chunk generation it reflects. */
 export interface Loaded<T> {
@@ -165,7 +170,7 @@ export class SearchIndexes {
     const loaded = this.current(
       this.vectors.get(table),
       () => {
-        const index = new VectorIndex(dimensions, this.vectorOptions);
+        const index = new VectorIndex(dimensions, this.source(table), this.vectorOptions);
         this.addVectors(
           index,
           `select v.chunk_id, v.embedding, v.document_id, v.project_key
@@ -188,6 +193,11 @@ export class SearchIndexes {
     );
     this.vectors.set(table, loaded);
     return loaded.index;
+  }
+
+  /** The exact vectors of a vector copy: its table, read by chunk id. */
+  source(table: string): VectorSource {
+    return tableVectors(this.statement, table);
   }
 
   /** Adds the rows a query gives (chunk id, embedding, document id, project key) to a copy. */

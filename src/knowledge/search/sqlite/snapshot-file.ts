@@ -144,11 +144,15 @@ export interface Snapshot {
 
 /**
  * Reads and checks a snapshot; throws SnapshotError when it is corrupt or of another format.
+ * Sections named in `skip` are checked but not kept.
  * One sequential pass: each array section is read straight into an array of its own (which an
  * index may keep as it is: no whole-file buffer, no copy), the CRC computed as the bytes come;
  * nothing is returned unless the CRC matches.
  */
-export async function readSnapshot(path: string): Promise<Snapshot> {
+export async function readSnapshot(
+  path: string,
+  options: { skip?: readonly string[] } = {},
+): Promise<Snapshot> {
   const file = await open(path, 'r');
   try {
     const end = (await file.stat()).size - 4;
@@ -195,6 +199,12 @@ export async function readSnapshot(path: string): Promise<Snapshot> {
         }
         if (!Array.isArray(list)) throw new SnapshotError(`section ${section.name}`);
         snapshot.strings.set(section.name, list as string[]);
+      } else if (options.skip?.includes(section.name) === true) {
+        // Read (for the CRC) through one batch-sized buffer, not kept.
+        const buffer = new Uint8Array(Math.min(section.bytes, BATCH_BYTES));
+        for (let left = section.bytes; left > 0; left -= buffer.byteLength) {
+          await read(buffer.subarray(0, Math.min(left, buffer.byteLength)));
+        }
       } else {
         const Type = (ARRAYS as Partial<typeof ARRAYS>)[section.type];
         if (Type === undefined || section.bytes % Type.BYTES_PER_ELEMENT !== 0) {

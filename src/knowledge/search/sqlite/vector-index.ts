@@ -1,9 +1,9 @@
 /**
  * An in-process exact vector index of one vector table (one model): the table's vectors,
- * normalised, in a float32 matrix (exact cosine) and an int8 copy scanned by a WebAssembly SIMD
- * kernel (the first pass). A search scans the int8 rows, re-scores the best `limit × OVERSAMPLE`
- * candidates exactly in float32 and returns the top `limit` by exact cosine: 100k × 100-d in
- * ~1–2 ms.
+ * normalised, as int8 rows scanned by a WebAssembly SIMD kernel (the first pass). A search scans
+ * the int8 rows, re-scores the best `limit × OVERSAMPLE` candidates exactly from their stored
+ * float32 vectors (read from the table by chunk id: `VectorSource`, none kept in memory) and
+ * returns the top `limit` by exact cosine: 100k × 100-d in ~1–2 ms.
  *
  * From `annMin` rows on, an HNSW graph (ann-graph.ts) gives the candidates instead of the scan
  * (rows not in the graph yet are scanned), re-scored the same way: sub-linear past the size
@@ -12,13 +12,14 @@
  * The SQLite table stays the source of truth; search-indexes.ts loads this copy and keeps it
  * current.
  */
-import { AnnGraph, meanOf, type GraphState } from './ann-graph.js';
+import { AnnGraph, type GraphState } from './ann-graph.js';
 import {
   MAP_ENTRY_BYTES,
   POINTER_BYTES,
   STRING_BYTES,
   type IndexRow,
   type VectorIndexOptions,
+  type VectorSource,
   type VectorState,
 } from './vector-types.js';
 import { Int8Matrix } from './dot-kernel.js';
@@ -39,8 +40,10 @@ const MIN_RESCORED = 256;
  */
 const GRAPH_OVERSAMPLE = 8;
 const MIN_GRAPH_CANDIDATES = 80;
+/** Rows the graph's centre is averaged over at most (an even sample of the int8 rows). */
+const MEAN_SAMPLE = 65_536;
 
-export type { IndexRow, VectorIndexOptions, VectorState } from './vector-types.js';
+export type { IndexRow, VectorIndexOptions, VectorSource, VectorState } from './vector-types.js';
 export { MAP_ENTRY_BYTES, POINTER_BYTES, STRING_BYTES } from './vector-types.js';
 
 export class VectorIndex {
@@ -54,11 +57,11 @@ export class VectorIndex {
   private readonly rowOf = new Map<string, number>();
   /** Rows by document number. */
   private readonly rowsOf = new Map<number, number[]>();
-  /** Normalised vectors, `dims` per row. */
-  private floats: Float32Array;
   /** Per row: max |component| / 127, the int8 row's scale back to the normalised vector. */
   private scales: Float32Array;
   private readonly int8: Int8Matrix;
+  /** One normalised vector (scratch of `add` and the exact scores). */
+  private readonly unit: Float32Array;
   private capacity = 0;
   private count = 0;
   private dead = 0;
@@ -72,11 +75,13 @@ export class VectorIndex {
 
   constructor(
     readonly dims: number,
+    /** The rows' exact vectors, by chunk id (the table this index copies). */
+    private readonly source: VectorSource,
     options: VectorIndexOptions = {},
   ) {
     this.annMin = options.annMin ?? Number.POSITIVE_INFINITY;
     this.int8 = new Int8Matrix(dims);
-    this.floats = new Float32Array(0);
+    this.unit = new Float32Array(dims);
     this.scales = new Float32Array(0);
     this.queryMax = Math.min(32767, Math.floor(2 ** 31 / (127 * this.int8.rowBytes)) - 1);
   }
@@ -94,11 +99,8 @@ export class VectorIndex {
   private reserve(rows: number): void {
     if (rows <= this.capacity) return;
     const capacity = Math.max(rows, Math.ceil(this.capacity * 1.5), 1024);
-    const floats = new Float32Array(capacity * this.dims);
-    floats.set(this.floats.subarray(0, this.count * this.dims));
     const scales = new Float32Array(capacity);
     scales.set(this.scales.subarray(0, this.count));
-    this.floats = floats;
     this.scales = scales;
     const documentOf = new Int32Array(capacity);
     documentOf.set(this.documentOf.subarray(0, this.count));
@@ -114,9 +116,8 @@ export class VectorIndex {
   /** Starts a graph once the index reached `annMin` live rows (built later, `buildGraph`). */
   startGraph(): void {
     if (this.graph !== null || this.size < this.annMin) return;
-    const alive = (r: number) => this.ids[r] !== '';
-    const mean = meanOf(this.floats, this.dims, this.count, alive);
-    this.graph = AnnGraph.create(this.dims, this.count, this.capacity, mean);
+    this.graph = AnnGraph.create(this.dims, this.count, this.capacity, this.centre());
+
     for (let r = 0; r < this.count; r++) if (this.ids[r] === '') this.graph.removed(r);
   }
 
@@ -130,7 +131,66 @@ export class VectorIndex {
     const graph = this.graph;
     if (graph === null) return false;
     // Not a mutation: a snapshot records the graph's `covered` when it starts.
-    return graph.step(this.floats, this.count, (r) => this.ids[r] !== '', budgetMs);
+    const alive = (r: number) => this.ids[r] !== '';
+    return graph.step((rows) => this.unitRows(rows), this.count, alive, budgetMs);
+  }
+
+  /**
+   * The graph's centre: the mean of the live rows' int8 copies scaled back, over an even sample
+   * (any fixed vector keeps the scores exact; one near the rows' mean spreads them, ann-graph.ts).
+   */
+  private centre(): Float32Array {
+    const sum = new Float64Array(this.dims);
+    let rows = 0;
+    const step = Math.max(1, Math.floor(this.count / MEAN_SAMPLE));
+    for (let r = 0; r < this.count; r += step) {
+      if (this.ids[r] === '') continue;
+      rows++;
+      const q = this.int8.row(r);
+      const scale = this.scales[r] as number;
+      for (let j = 0; j < this.dims; j++) sum[j] = (sum[j] as number) + (q[j] as number) * scale;
+    }
+    return Float32Array.from(sum, (v) => (rows === 0 ? 0 : v / rows));
+  }
+
+  /**
+   * `vector` normalised into `out` (float32, as the index always rounded it); returns the
+   * largest |component| before rounding (the int8 row's scale).
+   */
+  private static unitInto(vector: ArrayLike<number>, out: Float32Array): number {
+    const dims = out.length;
+    let norm = 0;
+    for (let j = 0; j < dims; j++) norm += (vector[j] ?? 0) ** 2;
+    const inv = norm > 0 ? 1 / Math.sqrt(norm) : 0;
+    let max = 0;
+    for (let j = 0; j < dims; j++) {
+      const v = (vector[j] ?? 0) * inv;
+      out[j] = v;
+      max = Math.max(max, Math.abs(v));
+    }
+    return max;
+  }
+
+  /** The rows' normalised vectors, `dims` each: read from the source (or else their int8 copy). */
+  private unitRows(rows: readonly number[]): Float32Array {
+    const dims = this.dims;
+    const ids = rows.map((r) => this.ids[r] ?? '');
+    const stored = this.source.vectors(ids);
+    const out = new Float32Array(rows.length * dims);
+    rows.forEach((r, i) => {
+      const unit = out.subarray(i * dims, (i + 1) * dims);
+      const vector = stored.get(ids[i] ?? '');
+      if (vector !== undefined && vector.length === dims) VectorIndex.unitInto(vector, unit);
+      else this.dequantize(r, unit);
+    });
+    return out;
+  }
+
+  /** Row `r`'s int8 copy scaled back into `out` (a row the source lacks: never expected). */
+  private dequantize(r: number, out: Float32Array): void {
+    const q = this.int8.row(r);
+    const scale = this.scales[r] as number;
+    for (let j = 0; j < this.dims; j++) out[j] = (q[j] as number) * scale;
   }
 
   add(rows: readonly IndexRow[]): void {
@@ -142,19 +202,11 @@ export class VectorIndex {
       const existing = this.rowOf.get(row.chunkId);
       if (existing !== undefined) this.kill(existing);
       const r = this.count++;
-      const offset = r * dims;
-      let norm = 0;
-      for (let j = 0; j < dims; j++) norm += (row.vector[j] ?? 0) ** 2;
-      const inv = norm > 0 ? 1 / Math.sqrt(norm) : 0;
-      let max = 0;
-      for (let j = 0; j < dims; j++) {
-        const v = (row.vector[j] ?? 0) * inv;
-        this.floats[offset + j] = v;
-        max = Math.max(max, Math.abs(v));
-      }
+      const unit = this.unit;
+      const max = VectorIndex.unitInto(row.vector, unit);
       const q = this.int8.row(r);
       const toInt = max > 0 ? 127 / max : 0;
-      for (let j = 0; j < dims; j++) q[j] = Math.round((this.floats[offset + j] ?? 0) * toInt);
+      for (let j = 0; j < dims; j++) q[j] = Math.round((unit[j] as number) * toInt);
       this.scales[r] = max / 127;
       this.ids[r] = row.chunkId;
       const document = this.documents.number(row.documentId);
@@ -203,7 +255,6 @@ export class VectorIndex {
 
   /** Drops deleted rows, keeping the order of the live ones. */
   private compact(): void {
-    const dims = this.dims;
     let to = 0;
     let covered = 0;
     const graph = this.graph;
@@ -214,7 +265,6 @@ export class VectorIndex {
       if (graph !== null && from < graph.covered) covered = to + 1;
       graph?.moved(from, to);
       if (to !== from) {
-        this.floats.copyWithin(to * dims, from * dims, (from + 1) * dims);
         this.scales[to] = this.scales[from] ?? 0;
         this.int8.copyRow(from, to);
         this.ids[to] = id;
@@ -244,12 +294,24 @@ export class VectorIndex {
     return Float32Array.from(vector, (v) => v * inv);
   }
 
-  private exact(query: Float32Array, r: number): number {
-    const f = this.floats;
-    const offset = r * this.dims;
-    let dot = 0;
-    for (let j = 0; j < this.dims; j++) dot += (query[j] ?? 0) * (f[offset + j] ?? 0);
-    return dot;
+  /**
+   * The exact cosines of a normalised query with rows: their stored vectors read in one go and
+   * normalised as `add` normalises them (so the scores are those of a float32 copy, bit for bit).
+   */
+  private exactScores(query: Float32Array, rows: readonly number[]): Float64Array {
+    const ids = rows.map((r) => this.ids[r] ?? '');
+    const stored = this.source.vectors(ids);
+    const scores = new Float64Array(rows.length);
+    const unit = this.unit;
+    rows.forEach((r, i) => {
+      const vector = stored.get(ids[i] ?? '');
+      if (vector !== undefined && vector.length === this.dims) VectorIndex.unitInto(vector, unit);
+      else this.dequantize(r, unit);
+      let dot = 0;
+      for (let j = 0; j < this.dims; j++) dot += (query[j] as number) * (unit[j] as number);
+      scores[i] = dot;
+    });
+    return scores;
   }
 
   /** The live rows of the documents (in the project, when given: its number). */
@@ -301,8 +363,9 @@ export class VectorIndex {
       rows = this.approximate(this.graph, query, limit, project, allowed);
     }
     rows ??= this.scanTop(query, 0, Math.max(limit * OVERSAMPLE, MIN_RESCORED), project, allowed);
-    const scored: { r: number; score: number }[] = [];
-    for (const r of rows) scored.push({ r, score: this.exact(query, r) });
+    const list = Array.from(rows);
+    const scores = this.exactScores(query, list);
+    const scored = list.map((r, i) => ({ r, score: scores[i] as number }));
     scored.sort((a, b) => b.score - a.score);
     return scored.slice(0, limit).map((s) => ({
       chunkId: this.ids[s.r] ?? '',
@@ -384,7 +447,6 @@ export class VectorIndex {
       projectOf: this.projectOf.subarray(0, n),
       documentIds: this.documents.list(),
       projectKeys: this.projects.list(),
-      floats: this.floats.subarray(0, n * this.dims),
       scales: this.scales.subarray(0, n),
       int8: this.int8.rows(n),
       ...(this.graph === null ? {} : { graph: this.graph.state(n) }),
@@ -398,13 +460,13 @@ export class VectorIndex {
    */
   static fromState(
     state: VectorState,
+    source: VectorSource,
     options: VectorIndexOptions = {},
     owned = false,
   ): VectorIndex {
-    const index = new VectorIndex(state.dims, options);
+    const index = new VectorIndex(state.dims, source, options);
     const n = state.count;
     if (owned) {
-      index.floats = state.floats;
       index.scales = state.scales;
       index.documentOf = state.documentOf;
       index.projectOf = state.projectOf;
@@ -412,7 +474,6 @@ export class VectorIndex {
       index.capacity = n;
     } else {
       index.reserve(n);
-      index.floats.set(state.floats);
       index.scales.set(state.scales);
       index.documentOf.set(state.documentOf);
       index.projectOf.set(state.projectOf);
@@ -455,7 +516,6 @@ export class VectorIndex {
   memoryReport(): Record<string, number> {
     const rows = this.count;
     return {
-      'vector float32': this.floats.byteLength,
       'vector int8 + scale': this.int8.byteLength + this.scales.byteLength,
       'vector row numbers': this.documentOf.byteLength + this.projectOf.byteLength,
       'vector chunk ids + id map':
@@ -474,11 +534,13 @@ export class VectorIndex {
   similarities(vector: Float32Array, chunkIds: readonly string[]): Map<string, number> {
     const result = new Map<string, number>();
     const query = this.normalise(vector);
+    const rows: number[] = [];
     for (const id of chunkIds) {
       const r = this.rowOf.get(id);
-      if (r === undefined) continue;
-      result.set(id, query === null ? 0 : this.exact(query, r));
+      if (r !== undefined) rows.push(r);
     }
+    const scores = query === null ? null : this.exactScores(query, rows);
+    rows.forEach((r, i) => result.set(this.ids[r] ?? '', scores?.[i] ?? 0));
     return result;
   }
 }

@@ -6,6 +6,8 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { vectorTableName } from '../chunk-store.js';
+import type { Statements } from './statements.js';
+import type { VectorSource } from './vector-types.js';
 
 /** The DDL of a vector table (the same as migration 0008's, which moved older vectors here). */
 function vectorTableDdl(table: string): string {
@@ -21,6 +23,25 @@ function vectorTableDdl(table: string): string {
 export function asFloat32(blob: Buffer, copy = false): Float32Array {
   if (copy || blob.byteOffset % 4 !== 0) return new Float32Array(new Uint8Array(blob).buffer);
   return new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4);
+}
+
+/**
+ * A vector table as the exact vectors of its in-process index: read by chunk id in one statement
+ * (a few hundred per search, inside the search's read transaction, so they are the rows the
+ * index was brought up to date with).
+ */
+export function tableVectors(statement: Statements, table: string): VectorSource {
+  const sql = `select chunk_id, embedding from ${table}
+    where chunk_id in (select value from json_each(?))`;
+  return {
+    vectors(chunkIds) {
+      const found = new Map<string, Float32Array>();
+      if (chunkIds.length === 0) return found;
+      const rows = statement(sql).raw().all(JSON.stringify(chunkIds)) as [string, Buffer][];
+      for (const [id, blob] of rows) found.set(id, asFloat32(blob));
+      return found;
+    },
+  };
 }
 
 /** The registry of vector tables, cached by (model, dimensions). */

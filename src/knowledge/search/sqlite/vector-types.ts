@@ -1,6 +1,16 @@
 /** The shapes a vector index (vector-index.ts) takes in and gives out, and its size estimates. */
 import type { GraphState } from './ann-graph.js';
 
+/**
+ * Where a vector index reads the exact vectors of its rows: the SQLite table it was loaded from
+ * (the source of truth; vector-tables.ts `tableVectors`), so that memory holds only their int8
+ * copy (a float32 copy took 400 bytes per chunk of 100 dimensions, a third of the server at 1M).
+ */
+export interface VectorSource {
+  /** The stored vectors (as stored, not normalised) of the chunks that have one. */
+  vectors(chunkIds: readonly string[]): Map<string, Float32Array>;
+}
+
 /** Options of a vector index. */
 export interface VectorIndexOptions {
   /** Live rows from which searches use an approximate graph (Infinity: never). */
@@ -30,7 +40,6 @@ export interface VectorState {
   projectOf: Int32Array;
   documentIds: string[];
   projectKeys: string[];
-  floats: Float32Array;
   scales: Float32Array;
   int8: Int8Array;
   /** The graph's keys, when the index has a graph. */
