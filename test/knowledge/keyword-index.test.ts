@@ -190,9 +190,9 @@ interface Corpus {
 }
 
 /** Writes the corpus to the FTS5 table and to a fresh index, then deletes the chosen documents. */
-function load(corpus: Corpus): KeywordIndex {
+function load(corpus: Corpus, options: ConstructorParameters<typeof KeywordIndex>[0] = {}) {
   db.exec('delete from knowledge_chunks_fts');
-  const index = new KeywordIndex();
+  const index = new KeywordIndex(options);
   const insert = db.prepare(
     `insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content)
      values (?, ?, ?, ?, ?)`,
@@ -336,6 +336,108 @@ describe('KeywordIndex', () => {
     expectSameRanking(hits, fts5Search(q, null, 10));
     const single = index.search(phrases('run'), {}, 10);
     expect(hits[0]?.score).toBeCloseTo(2 * (single[0]?.score ?? 0), 12);
+  });
+});
+
+describe('pruned keyword search (MaxScore)', () => {
+  // Common words in most chunks, rare ones in few: the case pruning is for.
+  const COMMON = ['the', 'of', 'and', 'a'];
+  const RARE = ['planet', 'orbit', 'bread', 'dough', 'oven', 'refund', 'policy', 'café', 'data'];
+  const words = (from: string[], min: number, max: number) =>
+    fc.array(fc.constantFrom(...from), { minLength: min, maxLength: max });
+  const text = fc
+    .tuple(words(COMMON, 1, 12), words(RARE, 0, 2), fc.nat())
+    .map(([common, rare, at]) => {
+      const all = [...common];
+      all.splice(at % (all.length + 1), 0, ...rare);
+      return all.join(' ');
+    });
+  const skewed = fc.record({
+    docs: fc.array(
+      fc.record({
+        name: fc.constantFrom('a.md', 'the-planet.md'),
+        project: fc.constantFrom(null, 'p1'),
+        chunks: fc.array(fc.record({ section: text, content: text }), {
+          minLength: 1,
+          maxLength: 30,
+        }),
+      }),
+      { minLength: 1, maxLength: 10 },
+    ),
+    deleted: fc.array(fc.nat(9), { maxLength: 2 }),
+  });
+  const queries = fc.array(words([...COMMON, ...RARE], 2, 6), { minLength: 1, maxLength: 4 });
+
+  it('ranks and scores as scoring every row does, bit for bit, and as FTS5 does', () => {
+    let skipped = 0;
+    fc.assert(
+      fc.property(skewed, queries, (corpus, qs) => {
+        const every = load(corpus, { prune: false });
+        const pruned = load(corpus, { skipEvery: 2 });
+        const live = corpus.docs.map((d, i) => ({ ...d, id: `d${i}` }));
+        const inP1 = live.filter((d) => d.project === 'p1').map((d) => d.id);
+        for (const q of qs.map((w) => w.join(' '))) {
+          for (const limit of [1, 3, 10]) {
+            for (const [scope, documents] of [
+              [{}, null],
+              [{ projectId: 'p1' }, inP1],
+            ] as const) {
+              const got = pruned.search(phrases(q), scope, limit);
+              const want = every.search(phrases(q), scope, limit);
+              expect(got.map((h) => [h.rowid, h.score])).toEqual(
+                want.map((h) => [h.rowid, h.score]),
+              );
+              expectSameRanking(got, fts5Search(q, documents, limit));
+            }
+          }
+        }
+        skipped += pruned.memoryReport(0)['keyword skip entries'] ?? 0;
+      }),
+      { numRuns: 80 },
+    );
+    // The common words' lists were looked in, not walked: the pruning took place.
+    expect(skipped).toBeGreaterThan(0);
+  });
+
+  it('stays exact as lists grow past their skip entries and after a compaction', () => {
+    const [first, ...more] = fc.sample(skewed, { numRuns: 40, seed: 11 });
+    const every = load(first!, { prune: false });
+    const pruned = load(first!, { skipEvery: 2 });
+    let rowid = 1_000_000;
+    const add = (corpus: Corpus, d: number) => {
+      for (const doc of corpus.docs) {
+        const ids = lexer.tokenize(doc.chunks.flatMap((c) => [doc.name, c.section, c.content]));
+        const none = new Int32Array(0);
+        const rows = doc.chunks.map((_, i) => ({
+          rowid: rowid++,
+          chunkId: `x${rowid}`,
+          documentId: `x${d}`,
+          projectId: doc.project,
+          columns: [ids[3 * i] ?? none, ids[3 * i + 1] ?? none, ids[3 * i + 2] ?? none] as const,
+        }));
+        for (const index of [every, pruned]) index.add(rows);
+      }
+    };
+    const same = () => {
+      for (const q of ['the planet', 'a of bread the', 'data and the of', 'oven dough a']) {
+        const got = pruned.search(phrases(q), {}, 5);
+        expect(got.map((h) => [h.rowid, h.score])).toEqual(
+          every.search(phrases(q), {}, 5).map((h) => [h.rowid, h.score]),
+        );
+      }
+    };
+    same();
+    more.forEach((corpus, d) => {
+      add(corpus, d);
+      same();
+    });
+    const before = pruned.memoryReport(0)['keyword skip entries'] ?? 0;
+    expect(before).toBeGreaterThan(0);
+    // Most documents deleted: the lists are compacted (re-encoded), their entries dropped.
+    for (let d = 0; d < more.length - 2; d++)
+      for (const i of [every, pruned]) i.deleteDocument(`x${d}`);
+    expect(pruned.memoryReport(0)['keyword skip entries']).toBeLessThan(before);
+    same();
   });
 });
 
