@@ -1,5 +1,5 @@
 /**
- * The in-process keyword search with and without pruning (keyword-index.ts, issue 13), on an
+ * The in-process keyword search with and without pruning (keyword-maxscore.ts, issue 13), on an
  * existing SQLite database (e.g. one `bench:scale -- --keep --dir DIR` filled), in one process:
  *
  *   npm run bench:keyword -- DIR/aps.sqlite [--queries 600] [--limit 132] [--seed 42]
@@ -41,6 +41,8 @@ const model = database.native
 const t0 = performance.now();
 const rows = await store.warm(model);
 console.log(`${rows} keyword rows loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+// As a server would after building them: the next run reads them.
+await store.saveIndexes();
 const index = (store as unknown as { indexes: { keyword: { index: KeywordIndex } } }).indexes
   .keyword.index;
 

@@ -40,7 +40,7 @@ function loadUsearch(): typeof import('usearch') {
  */
 const CONNECTIVITY = 32;
 const EXPANSION_ADD = 64;
-const EXPANSION_SEARCH = 320;
+export const EXPANSION_SEARCH = 320;
 /** Rows added to the graph per usearch call within a step. */
 const ADD_BATCH = 32;
 
@@ -53,7 +53,7 @@ export interface GraphState {
   mean: Float32Array;
 }
 
-function newIndex(dims: number): Index {
+function newIndex(dims: number, searchList: number): Index {
   const { Index, MetricKind, ScalarKind } = loadUsearch();
   return new Index({
     dimensions: dims,
@@ -61,7 +61,7 @@ function newIndex(dims: number): Index {
     quantization: ScalarKind.I8,
     connectivity: CONNECTIVITY,
     expansion_add: EXPANSION_ADD,
-    expansion_search: EXPANSION_SEARCH,
+    expansion_search: searchList,
     multi: false,
   });
 }
@@ -95,11 +95,17 @@ export class AnnGraph {
    * An empty graph over an index's `rows` existing rows (keys 0…rows-1, none covered yet),
    * centred on `mean` (about the rows' mean).
    */
-  static create(dims: number, rows: number, capacity: number, mean: Float32Array): AnnGraph {
+  static create(
+    dims: number,
+    rows: number,
+    capacity: number,
+    mean: Float32Array,
+    searchList = EXPANSION_SEARCH,
+  ): AnnGraph {
     const keyOf = new Int32Array(Math.max(capacity, rows));
     for (let r = 0; r < rows; r++) keyOf[r] = r;
     const state = { keyOf, nextKey: rows, covered: 0, mean };
-    const graph = new AnnGraph(dims, newIndex(dims), state);
+    const graph = new AnnGraph(dims, newIndex(dims, searchList), state);
     graph.reserveKeys(rows);
     for (let r = 0; r < rows; r++) graph.rowOf[r] = r;
     return graph;
@@ -115,8 +121,9 @@ export class AnnGraph {
     state: GraphState,
     count: number,
     alive: (r: number) => boolean,
+    searchList = EXPANSION_SEARCH,
   ): AnnGraph {
-    const index = newIndex(dims);
+    const index = newIndex(dims, searchList);
     index.load(path);
     if (index.dimensions() !== dims) throw new Error('graph dimensions differ');
     const graph = new AnnGraph(dims, index, state);

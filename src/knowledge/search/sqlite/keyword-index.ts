@@ -7,17 +7,15 @@
  * Scores are FTS5's, term for term (../bm25.ts), summed over the query phrases in order.
  * Lexemes are the ids of one Fts5Lexer, so they are FTS5's own.
  *
- * A query of several words is pruned (MaxScore, Turtle & Flood 1995): its words are scored
- * rarest first, and once the k-th best row so far scores more than the remaining (common) words
- * could add to any row, those words' lists are not walked; only the candidates that can still
- * reach the top k are looked up in them (posting-skips.ts), then scored exactly, in query order.
- * A common word ("the", in most rows) costs a few hundred look-ups instead of a million postings.
+ * A query of several words is searched document at a time with MaxScore pruning
+ * (keyword-maxscore.ts); one word, or a CJK word of several lexemes (all-of), term at a time.
  *
  * The FTS5 table stays the source of truth; the chunk store loads this index from it and keeps
  * it in step (like the vector index).
  */
 import { idf as idfOf, B, K1, maxBm25 } from '../bm25.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
+import { maxScoreSearch, type MaxScoreIndex } from './keyword-maxscore.js';
 import { KeywordStore, type KeywordState } from './keyword-store.js';
 import { PostingSkips, SKIP_EVERY } from './posting-skips.js';
 import { TopK } from './top-k.js';
@@ -29,22 +27,6 @@ interface Scope {
   project: number;
   allowed: Uint8Array | null;
   avgdl: number;
-}
-
-/**
- * Relative margin of the pruning's comparisons: its sums add the words in another order than
- * the exact scores (a few ulps apart), so a row is dropped only when it falls short by more.
- */
-const SLACK = 1e-9;
-/** A pruned search scores at most this many candidates exactly (plus 4 per result wanted). */
-const MAX_CANDIDATES = 4096;
-
-/** A query word in a pruned search: its lexeme, idf, times in the query and score bound. */
-interface Term {
-  id: number;
-  idf: number;
-  times: number;
-  bound: number;
 }
 
 interface KeywordHit extends DocumentCandidate {
@@ -174,14 +156,29 @@ export class KeywordIndex extends KeywordStore {
     }
     const scope: Scope = { project, allowed, avgdl: this.tokens / n };
     const words = this.prune && groups.length > 1 && groups.every((g) => g.length === 1);
-    const top =
-      (words ? this.pruned(groups.flat(), scope, limit) : null) ?? this.all(groups, scope, limit);
+    const top = words
+      ? maxScoreSearch(this.searchable(), groups.flat(), scope, limit)
+      : this.all(groups, scope, limit);
     return top.sorted().map(({ row, score }) => ({
       rowid: this.rowids[row] ?? 0,
       chunkId: this.chunkIds[row] ?? '',
       documentId: this.documentIds[this.documentOf[row] ?? 0] ?? '',
       score,
     }));
+  }
+
+  /** What the document-at-a-time search reads (keyword-maxscore.ts). */
+  private searchable(): MaxScoreIndex {
+    return {
+      lists: this.lists,
+      skips: this.skips,
+      size: this.size,
+      matching: (id) => this.matching(id),
+      alive: this.alive,
+      lengths: this.lengths,
+      projectOf: this.projectOf,
+      documentOf: this.documentOf,
+    };
   }
 
   /** Every matching row scored, word by word in query order: the best `limit`. */
@@ -203,98 +200,8 @@ export class KeywordIndex extends KeywordStore {
   }
 
   /**
-   * The best `limit` rows for a query of single-lexeme words, pruned (see the top of the file);
-   * null when pruning would not pay (too many candidates tie near the k-th score), after which
-   * the caller scores every row.
-   */
-  private pruned(lexemes: readonly number[], scope: Scope, limit: number): TopK | null {
-    const terms: Term[] = [];
-    for (const id of new Set(lexemes)) {
-      const hits = this.matching(id);
-      if (hits === 0) continue;
-      const idf = idfOf(this.size, hits);
-      const times = lexemes.filter((x) => x === id).length;
-      terms.push({ id, idf, times, bound: times * idf * (K1 + 1) });
-    }
-    terms.sort((a, b) => b.bound - a.bound);
-    const scores = this.scratch;
-    const touched = this.touched;
-    touched.length = 0;
-    // Rarest first, until no row outside `touched` can reach the k-th best (`floor`).
-    let done = 0;
-    let floor = Number.NEGATIVE_INFINITY;
-    let reached = 0;
-    let rest = 0;
-    for (;;) {
-      const term = terms[done++];
-      if (term === undefined) break;
-      this.scoreLexeme(term.id, scope, scores, touched, undefined, term.times);
-      reached += term.bound;
-      rest = terms.slice(done).reduce((sum, t) => sum + t.bound, 0);
-      // The k-th best, once there are k rows and it could exceed what the rest may add.
-      if (touched.length < limit || (rest > 0 && reached * (1 + SLACK) < rest)) continue;
-      floor = this.kthScore(limit);
-      if (floor * (1 - SLACK) > rest * (1 + SLACK)) break;
-    }
-    // The rows that can still reach the floor, by row.
-    const candidates: number[] = [];
-    const cut = floor * (1 - SLACK) - rest * (1 + SLACK);
-    for (let i = 0; i < touched.length; i++) {
-      const r = touched.rows[i] as number;
-      if ((scores[r] as number) >= cut) candidates.push(r);
-      scores[r] = 0;
-    }
-    if (candidates.length > MAX_CANDIDATES + 4 * limit) return null;
-    candidates.sort((a, b) => a - b);
-    return this.exactly(lexemes, Int32Array.from(candidates), scope, limit);
-  }
-
-  /** The k-th best score among the touched rows (k ≤ their number). */
-  private kthScore(k: number): number {
-    const top = new TopK(k);
-    const scores = this.scratch;
-    const touched = this.touched;
-    for (let i = 0; i < touched.length; i++) {
-      const r = touched.rows[i] as number;
-      top.push(scores[r] as number, r);
-    }
-    return top.floor;
-  }
-
-  /**
-   * The best `limit` of the candidate rows (ascending) by their exact scores: each word's term
-   * added in query order, as FTS5 and `all` add them; counts looked up in the lists.
-   */
-  private exactly(lexemes: readonly number[], rows: Int32Array, scope: Scope, limit: number): TopK {
-    const exact = new Float64Array(rows.length);
-    const counts = new Map<number, Int32Array>();
-    const lengths = this.lengths;
-    for (const id of lexemes) {
-      const hits = this.matching(id);
-      if (hits === 0) continue;
-      let found = counts.get(id);
-      if (found === undefined) {
-        counts.set(id, (found = this.skips.counts(this.lists, id, rows)));
-      }
-      const idf = idfOf(this.size, hits);
-      for (let i = 0; i < rows.length; i++) {
-        const doubled = found[i] as number;
-        if (doubled === 0) continue;
-        const f = doubled / 2;
-        const d = lengths[rows[i] as number] as number;
-        const s = idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / scope.avgdl)));
-        exact[i] = (exact[i] as number) + s;
-      }
-    }
-    const top = new TopK(Math.min(limit, rows.length));
-    for (let i = 0; i < rows.length; i++) top.push(exact[i] as number, rows[i] as number);
-    return top;
-  }
-
-  /**
-   * Adds lexeme `id`'s BM25 term (`times` over) to `scores` of the rows in scope holding it (rows
-   * first scored are pushed to `touched`, and `seen` counts each row); false when no live row
-   * holds it.
+   * Adds lexeme `id`'s BM25 term to `scores` of the rows in scope holding it (rows first scored
+   * are pushed to `touched`, and `seen` counts each row); false when no live row holds it.
    */
   private scoreLexeme(
     id: number,
@@ -302,7 +209,6 @@ export class KeywordIndex extends KeywordStore {
     scores: Float64Array,
     touched: RowList,
     seen?: Int32Array,
-    times = 1,
   ): boolean {
     const hits = this.matching(id);
     if (hits === 0) return false;
@@ -310,7 +216,7 @@ export class KeywordIndex extends KeywordStore {
     const end = (start[id] as number) + (used[id] as number);
     const alive = this.alive;
     const lengths = this.lengths;
-    const idf = idfOf(this.size, hits) * times;
+    const idf = idfOf(this.size, hits);
     const { project, allowed, avgdl } = scope;
     // Decoded in line, as keyword-postings.ts forEachPosting does.
     let r = -1;

@@ -1,12 +1,11 @@
 /**
- * Row look-ups in the keyword index's posting lists (posting-lists.ts), for the few candidate
- * rows a pruned search (keyword-index.ts) still needs a common word's count of: a list of a
- * million postings is not decoded to find a hundred rows.
+ * Jumps in the keyword index's posting lists (posting-lists.ts), for the rows a pruned search
+ * (keyword-maxscore.ts) still needs a common word's count of: a list of a million postings is
+ * not decoded to find a few thousand rows.
  *
  * A long list gets skip entries the first time it is looked in: every `every` postings, the byte
  * offset (from the list's start, so a list moved in the arena keeps them) and the row before
- * that posting, so looking rows up binary-searches the entries and decodes at most `every`
- * postings per row.
+ * that posting, so a jump binary-searches the entries and decodes at most `every` postings.
  * Lists only grow at their end (new rows have the highest numbers), so entries made once stay
  * true and are extended over the new bytes at the next look-up; compaction re-encodes every list,
  * and the entries are dropped (`clear`). A short list is decoded from its start.
@@ -16,7 +15,7 @@ import type { PostingLists } from './posting-lists.js';
 /** Postings between two skip entries. */
 export const SKIP_EVERY = 64;
 
-interface Skips {
+export interface Skips {
   /** Per entry: the byte offset of its first posting, and the row before it (-1 first). */
   offsets: Int32Array;
   before: Int32Array;
@@ -25,6 +24,12 @@ interface Skips {
   covered: number;
   last: number;
   since: number;
+  /**
+   * Over those postings: the largest doubled count and the shortest row (a row's length never
+   * changes), from which a search bounds what the word can add to any row (keyword-maxscore.ts).
+   */
+  maxDoubled: number;
+  minLength: number;
 }
 
 export class PostingSkips {
@@ -45,63 +50,16 @@ export class PostingSkips {
   }
 
   /**
-   * The doubled weighted counts of `rows` (ascending) in lexeme `id`'s list, 0 for a row not in
-   * it: one walk along the list, jumping over the blocks no row falls in.
+   * A long list's entries (made or extended now; `lengths`: the rows' lengths); null for a short
+   * list (decoded from its start).
    */
-  counts(lists: PostingLists, id: number, rows: Int32Array): Int32Array {
-    const out = new Int32Array(rows.length);
+  of(lists: PostingLists, id: number, lengths: Int32Array): Skips | null {
     const used = lists.used[id] as number;
-    const bytes = lists.bytes;
-    const start = lists.start[id] as number;
-    const end = start + used;
-    const skips = used > 4 * this.every ? this.extended(lists, id, used) : null;
-    let p = start;
-    let r = -1;
-    let doubled = 0;
-    let entry = 0;
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i] as number;
-      if (r < row && skips !== null) {
-        // The last entry before the row, from the current one on.
-        let lo = entry;
-        let hi = skips.entries - 1;
-        while (lo < hi) {
-          const mid = (lo + hi + 1) >> 1;
-          if ((skips.before[mid] as number) < row) lo = mid;
-          else hi = mid - 1;
-        }
-        entry = lo;
-        const at = start + (skips.offsets[lo] as number);
-        if (at > p) {
-          p = at;
-          r = skips.before[lo] as number;
-        }
-      }
-      while (r < row && p < end) {
-        let b = bytes[p++] as number;
-        let v = b & 0x7f;
-        for (let shift = 7; b >= 0x80; shift += 7) {
-          b = bytes[p++] as number;
-          v |= (b & 0x7f) << shift;
-        }
-        r += v >>> 1;
-        doubled = 2;
-        if ((v & 1) === 0) {
-          b = bytes[p++] as number;
-          doubled = b & 0x7f;
-          for (let shift = 7; b >= 0x80; shift += 7) {
-            b = bytes[p++] as number;
-            doubled |= (b & 0x7f) << shift;
-          }
-        }
-      }
-      out[i] = r === row ? doubled : 0;
-    }
-    return out;
+    return used > 4 * this.every ? this.extended(lists, id, used, lengths) : null;
   }
 
   /** The list's entries, extended over the bytes appended since they were made. */
-  private extended(lists: PostingLists, id: number, used: number): Skips {
+  private extended(lists: PostingLists, id: number, used: number, lengths: Int32Array): Skips {
     let skips = this.skips.get(id);
     if (skips === undefined) {
       const size = Math.ceil(used / this.every) + 1;
@@ -112,6 +70,8 @@ export class PostingSkips {
         covered: 0,
         last: -1,
         since: 0,
+        maxDoubled: 0,
+        minLength: 0x7fffffff,
       };
       this.skips.set(id, skips);
     }
@@ -121,6 +81,8 @@ export class PostingSkips {
     let p = start + skips.covered;
     const end = start + used;
     let r = skips.last;
+    let maxDoubled = skips.maxDoubled;
+    let minLength = skips.minLength;
     while (p < end) {
       if (skips.since === this.every) {
         skips.since = 0;
@@ -136,9 +98,21 @@ export class PostingSkips {
         v |= (b & 0x7f) << shift;
       }
       r += v >>> 1;
-      if ((v & 1) === 0) while ((bytes[p++] as number) >= 0x80);
+      let doubled = 2;
+      if ((v & 1) === 0) {
+        b = bytes[p++] as number;
+        doubled = b & 0x7f;
+        for (let shift = 7; b >= 0x80; shift += 7) {
+          b = bytes[p++] as number;
+          doubled |= (b & 0x7f) << shift;
+        }
+      }
+      maxDoubled = Math.max(maxDoubled, doubled);
+      minLength = Math.min(minLength, lengths[r] as number);
       skips.since++;
     }
+    skips.maxDoubled = maxDoubled;
+    skips.minLength = minLength;
     skips.covered = used;
     skips.last = r;
     return skips;

@@ -35,11 +35,11 @@ import { Numbering } from './numbering.js';
 const OVERSAMPLE = 2;
 const MIN_RESCORED = 256;
 /**
- * Graph candidates re-scored exactly per result wanted (at least MIN_GRAPH_CANDIDATES); the
- * graph's search list (ann-graph.ts) is longer still, and sets its recall.
+ * Graph candidates re-scored exactly per result wanted (at least MIN_GRAPH_CANDIDATES), each read
+ * from the table; the graph's search list (ann-graph.ts) is longer still, and sets its recall.
  */
-const GRAPH_OVERSAMPLE = 8;
-const MIN_GRAPH_CANDIDATES = 80;
+const GRAPH_OVERSAMPLE = 2;
+const MIN_GRAPH_CANDIDATES = 40;
 /** Rows the graph's centre is averaged over at most (an even sample of the int8 rows). */
 const MEAN_SAMPLE = 65_536;
 
@@ -72,6 +72,7 @@ export class VectorIndex {
   /** The approximate graph, from `annMin` live rows on. */
   graph: AnnGraph | null = null;
   private readonly annMin: number;
+  private readonly annSearchList: number | undefined;
 
   constructor(
     readonly dims: number,
@@ -80,6 +81,7 @@ export class VectorIndex {
     options: VectorIndexOptions = {},
   ) {
     this.annMin = options.annMin ?? Number.POSITIVE_INFINITY;
+    this.annSearchList = options.annSearchList;
     this.int8 = new Int8Matrix(dims);
     this.unit = new Float32Array(dims);
     this.scales = new Float32Array(0);
@@ -116,7 +118,8 @@ export class VectorIndex {
   /** Starts a graph once the index reached `annMin` live rows (built later, `buildGraph`). */
   startGraph(): void {
     if (this.graph !== null || this.size < this.annMin) return;
-    this.graph = AnnGraph.create(this.dims, this.count, this.capacity, this.centre());
+    const { dims, count, capacity } = this;
+    this.graph = AnnGraph.create(dims, count, capacity, this.centre(), this.annSearchList);
 
     for (let r = 0; r < this.count; r++) if (this.ids[r] === '') this.graph.removed(r);
   }
@@ -507,7 +510,8 @@ export class VectorIndex {
     if (state.keyOf.length !== this.count || state.covered > this.count) {
       throw new RangeError('graph keys');
     }
-    const graph = AnnGraph.load(path, this.dims, state, this.count, (r) => this.ids[r] !== '');
+    const alive = (r: number) => this.ids[r] !== '';
+    const graph = AnnGraph.load(path, this.dims, state, this.count, alive, this.annSearchList);
     graph.reserveRows(this.capacity);
     this.graph = graph;
   }

@@ -15,6 +15,8 @@ export interface VectorSource {
 export interface VectorIndexOptions {
   /** Live rows from which searches use an approximate graph (Infinity: never). */
   annMin?: number;
+  /** The graph's search list (ann-graph.ts EXPANSION_SEARCH when not given): its recall. */
+  annSearchList?: number;
 }
 
 /** Estimates for memoryReport: a 36-character id string, a pointer, a Map entry (V8, 64-bit). */

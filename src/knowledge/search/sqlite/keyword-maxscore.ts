@@ -1,0 +1,214 @@
+/**
+ * The keyword index's search for a query of several words (keyword-index.ts), document at a
+ * time with MaxScore (Turtle & Flood 1995, as Lucene's MaxScoreBulkScorer): the words' posting
+ * lists are walked together, row by row, and a row's score is summed on the spot, so no score
+ * array the size of the index is written and read back.
+ *
+ * Each word's BM25 term is at most a bound (`idf · (k1 + 1) · times`, or tighter from its list's
+ * largest count and shortest row, posting-skips.ts). With the lists sorted by
+ * bound, the first ones whose bounds together cannot lift a row above the k-th best so far are
+ * non-essential: rows are taken only from the other lists, and a non-essential list is looked in
+ * (a jump through its skip entries, posting-skips.ts) only while the row could still make the
+ * top k. The rarer words lead; a row that only holds common words is never visited once the top
+ * k is good enough.
+ *
+ * Scores are summed in query order for the rows that are kept, as FTS5 and the term-at-a-time
+ * search add them: the same numbers, bit for bit, and the same top k (ties by row).
+ */
+import { idf as idfOf, B, K1 } from '../bm25.js';
+import type { PostingLists } from './posting-lists.js';
+import type { PostingSkips, Skips } from './posting-skips.js';
+import { TopK } from './top-k.js';
+
+/** Row of a cursor past its list's end. */
+const END = 0x7fffffff;
+/**
+ * Relative margin of the bound checks: the partial sums add the words in another order than the
+ * exact score (a few ulps apart), so a row is passed over only when it falls short by more.
+ */
+const SLACK = 1e-9;
+
+/** What the search reads of the index. */
+export interface MaxScoreIndex {
+  lists: PostingLists;
+  skips: PostingSkips;
+  /** Live rows (FTS5's N) and the live rows holding a lexeme (n(t)). */
+  size: number;
+  matching(id: number): number;
+  alive: Uint8Array;
+  lengths: Int32Array;
+  projectOf: Int32Array;
+  documentOf: Int32Array;
+}
+
+/** The scope of one search: project number (-2: any), allowed documents (null: any). */
+export interface MaxScoreScope {
+  project: number;
+  allowed: Uint8Array | null;
+  avgdl: number;
+}
+
+/** A position in one lexeme's list: the row it is at (END past the end) and its count. */
+class Cursor {
+  row = -1;
+  doubled = 0;
+  private p: number;
+  private readonly end: number;
+  private entry = 0;
+
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly start: number,
+    used: number,
+    private readonly skips: Skips | null,
+  ) {
+    this.p = start;
+    this.end = start + used;
+    this.next();
+  }
+
+  /** Moves to the next posting. */
+  next(): void {
+    const bytes = this.bytes;
+    let p = this.p;
+    if (p >= this.end) {
+      this.row = END;
+      return;
+    }
+    let b = bytes[p++] as number;
+    let v = b & 0x7f;
+    for (let shift = 7; b >= 0x80; shift += 7) {
+      b = bytes[p++] as number;
+      v |= (b & 0x7f) << shift;
+    }
+    this.row += v >>> 1;
+    let doubled = 2;
+    if ((v & 1) === 0) {
+      b = bytes[p++] as number;
+      doubled = b & 0x7f;
+      for (let shift = 7; b >= 0x80; shift += 7) {
+        b = bytes[p++] as number;
+        doubled |= (b & 0x7f) << shift;
+      }
+    }
+    this.doubled = doubled;
+    this.p = p;
+  }
+
+  /** Moves to the first posting at or after `target`, jumping through the skip entries. */
+  seek(target: number): void {
+    if (this.row >= target) return;
+    const skips = this.skips;
+    if (skips !== null) {
+      let lo = this.entry;
+      let hi = skips.entries - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if ((skips.before[mid] as number) < target) lo = mid;
+        else hi = mid - 1;
+      }
+      this.entry = lo;
+      const at = this.start + (skips.offsets[lo] as number);
+      if (at > this.p) {
+        this.p = at;
+        this.row = skips.before[lo] as number;
+        this.next();
+      }
+    }
+    while (this.row < target) this.next();
+  }
+}
+
+/**
+ * The best `limit` rows for the query's lexemes (query order, one per word, -1 for a lexeme no
+ * text had) within the scope.
+ */
+export function maxScoreSearch(
+  index: MaxScoreIndex,
+  lexemes: readonly number[],
+  scope: MaxScoreScope,
+  limit: number,
+): TopK {
+  const { lists, skips, lengths } = index;
+  const { project, allowed, avgdl } = scope;
+  // The distinct lexemes with live rows, by bound (ascending), and their cursors. A word adds
+  // less than idf · (k1 + 1) per time; with its list's largest count and shortest row known, the
+  // bound is that count's term in that row.
+  const distinct = [...new Set(lexemes)]
+    .map((id) => {
+      const hits = index.matching(id);
+      const idf = hits === 0 ? 0 : idfOf(index.size, hits);
+      const times = lexemes.filter((x) => x === id).length;
+      const list = hits === 0 ? null : skips.of(lists, id, lengths);
+      const f = (list?.maxDoubled ?? 0) / 2;
+      const most =
+        list === null ? K1 + 1 : (f * (K1 + 1)) / (f + K1 * (1 - B + (B * list.minLength) / avgdl));
+      return { id, idf, times, list, bound: times * idf * most };
+    })
+    .filter((t) => t.idf > 0)
+    .sort((a, b) => a.bound - b.bound);
+  const m = distinct.length;
+  const top = new TopK(limit);
+  if (m === 0) return top;
+  const cursors = distinct.map(
+    (t) => new Cursor(lists.bytes, lists.start[t.id] as number, lists.used[t.id] as number, t.list),
+  );
+  const idfs = Float64Array.from(distinct, (t) => t.idf);
+  const times = Int32Array.from(distinct, (t) => t.times);
+  /** prefix[i]: the bounds of lists 0…i together. */
+  const prefix = new Float64Array(m);
+  distinct.reduce((sum, t, i) => (prefix[i] = sum + t.bound), 0);
+  /** The query's words in order, as cursor numbers (-1: no live row holds it). */
+  const order = Int32Array.from(lexemes, (id) => distinct.findIndex((t) => t.id === id));
+  const doubled = new Int32Array(m);
+  const { alive, projectOf, documentOf } = index;
+  const term = (i: number, f: number, d: number) =>
+    (idfs[i] as number) * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
+  let floor = Number.NEGATIVE_INFINITY;
+  /** Lists before `essential` are non-essential. */
+  let essential = 0;
+  for (;;) {
+    let row = END;
+    for (let i = essential; i < m; i++) row = Math.min(row, (cursors[i] as Cursor).row);
+    if (row === END) break;
+    const d = lengths[row] as number;
+    let partial = 0;
+    for (let i = essential; i < m; i++) {
+      const cursor = cursors[i] as Cursor;
+      if (cursor.row === row) {
+        doubled[i] = cursor.doubled;
+        partial += (times[i] as number) * term(i, cursor.doubled / 2, d);
+        cursor.next();
+      } else doubled[i] = 0;
+    }
+    if (alive[row] !== 1) continue;
+    if (project !== -2 && projectOf[row] !== project) continue;
+    if (allowed !== null && allowed[documentOf[row] as number] !== 1) continue;
+    // The non-essential lists, largest bound first, while the row could still make the top k.
+    let reachable = true;
+    for (let i = essential - 1; i >= 0; i--) {
+      if ((partial + (prefix[i] as number)) * (1 + SLACK) <= floor) {
+        reachable = false;
+        break;
+      }
+      const cursor = cursors[i] as Cursor;
+      cursor.seek(row);
+      doubled[i] = cursor.row === row ? cursor.doubled : 0;
+      if (doubled[i] !== 0)
+        partial += (times[i] as number) * term(i, (doubled[i] as number) / 2, d);
+    }
+    if (!reachable || partial * (1 + SLACK) <= floor) continue;
+    // The exact score: each word's term in query order.
+    let score = 0;
+    for (let q = 0; q < order.length; q++) {
+      const i = order[q] as number;
+      if (i >= 0 && doubled[i] !== 0) score += term(i, (doubled[i] as number) / 2, d);
+    }
+    top.push(score, row);
+    if (top.floor > floor) {
+      floor = top.floor;
+      while (essential < m && (prefix[essential] as number) * (1 + SLACK) <= floor) essential++;
+    }
+  }
+  return top;
+}
