@@ -342,7 +342,17 @@ describe('KeywordIndex', () => {
 describe('pruned keyword search (MaxScore)', () => {
   // Common words in most chunks, rare ones in few: the case pruning is for.
   const COMMON = ['the', 'of', 'and', 'a'];
-  const RARE = ['planet', 'planets', 'orbit', 'bread', 'dough', 'oven', 'refund', 'refunds', 'data'];
+  const RARE = [
+    'planet',
+    'planets',
+    'orbit',
+    'bread',
+    'dough',
+    'oven',
+    'refund',
+    'refunds',
+    'data',
+  ];
   const words = (from: string[], min: number, max: number) =>
     fc.array(fc.constantFrom(...from), { minLength: min, maxLength: max });
   const text = fc
