@@ -3,7 +3,7 @@
  * on the vectors of an existing SQLite database (e.g. one `bench:scale -- --keep --dir DIR` filled):
  *
  *   npm run bench:ann -- DIR/aps.sqlite [rows] [--text] [--limit 10] [--lists 320,640]
- *                        [--graph FILE]
+ *                        [--graph FILE] [--links 32]
  *
  * Reports the graph's build time (one thread, no other work), then per search list (the graph's
  * ef, `--lists`) search p50 / p95 (exact re-scoring from the table included) and recall@10 against
@@ -33,6 +33,7 @@ const { values, positionals } = parseArgs({
     limit: { type: 'string', default: '10' },
     lists: { type: 'string', default: '320' },
     graph: { type: 'string' },
+    links: { type: 'string', default: '32' },
   },
 });
 const [file, rowsArg] = positionals;
@@ -58,7 +59,8 @@ const rows: IndexRow[] = (select.all(Number(rowsArg ?? 1e9)) as [string, Buffer,
 const source = tableVectors(statementCache(db), table);
 const exact = new VectorIndex(dims, source);
 exact.add(rows);
-const built = new VectorIndex(dims, source, { annMin: 1 });
+const connectivity = Number(values.links);
+const built = new VectorIndex(dims, source, { annMin: 1, annGraph: { connectivity } });
 built.add(rows);
 let buildS = Number.NaN;
 const graphFile = values.graph;
@@ -134,7 +136,8 @@ console.log('| search list | graph p50 | graph p95 | recall@10 vs the scan |\n|-
 const path = graphFile ?? join(tmpdir(), `ann-eval-${process.pid}.graph`);
 if (graphFile === undefined) built.graph?.save(path);
 for (const list of lists) {
-  const index = VectorIndex.fromState(built.state(), source, { annMin: 1, annSearchList: list });
+  const annGraph = { connectivity, searchList: list };
+  const index = VectorIndex.fromState(built.state(), source, { annMin: 1, annGraph });
   index.restoreGraph(path, { ...state, covered: exact.size });
   run(index); // warm-up
   const graph = run(index);

@@ -38,7 +38,7 @@ function loadUsearch(): typeof import('usearch') {
  * at ~20 ms); centred, 160 gives 0.967, 320 0.995, 640 0.999; with the index's 80 best of a list
  * of 320 re-scored (`npm run bench:ann -- <db> --text`), 0.991.
  */
-const CONNECTIVITY = 32;
+export const CONNECTIVITY = 32;
 const EXPANSION_ADD = 64;
 export const EXPANSION_SEARCH = 320;
 /** Rows added to the graph per usearch call within a step. */
@@ -53,15 +53,21 @@ export interface GraphState {
   mean: Float32Array;
 }
 
-function newIndex(dims: number, searchList: number): Index {
+/** How a graph is made and searched (defaults: the constants above). */
+export interface GraphSettings {
+  searchList?: number;
+  connectivity?: number;
+}
+
+function newIndex(dims: number, settings: GraphSettings): Index {
   const { Index, MetricKind, ScalarKind } = loadUsearch();
   return new Index({
     dimensions: dims,
     metric: MetricKind.Cos,
     quantization: ScalarKind.I8,
-    connectivity: CONNECTIVITY,
+    connectivity: settings.connectivity ?? CONNECTIVITY,
     expansion_add: EXPANSION_ADD,
-    expansion_search: searchList,
+    expansion_search: settings.searchList ?? EXPANSION_SEARCH,
     multi: false,
   });
 }
@@ -100,12 +106,12 @@ export class AnnGraph {
     rows: number,
     capacity: number,
     mean: Float32Array,
-    searchList = EXPANSION_SEARCH,
+    settings: GraphSettings = {},
   ): AnnGraph {
     const keyOf = new Int32Array(Math.max(capacity, rows));
     for (let r = 0; r < rows; r++) keyOf[r] = r;
     const state = { keyOf, nextKey: rows, covered: 0, mean };
-    const graph = new AnnGraph(dims, newIndex(dims, searchList), state);
+    const graph = new AnnGraph(dims, newIndex(dims, settings), state);
     graph.reserveKeys(rows);
     for (let r = 0; r < rows; r++) graph.rowOf[r] = r;
     return graph;
@@ -121,9 +127,9 @@ export class AnnGraph {
     state: GraphState,
     count: number,
     alive: (r: number) => boolean,
-    searchList = EXPANSION_SEARCH,
+    settings: GraphSettings = {},
   ): AnnGraph {
-    const index = newIndex(dims, searchList);
+    const index = newIndex(dims, settings);
     index.load(path);
     if (index.dimensions() !== dims) throw new Error('graph dimensions differ');
     const graph = new AnnGraph(dims, index, state);
@@ -252,7 +258,7 @@ export class AnnGraph {
 
   /** Bytes held: an estimate of the graph (int8 vector, links of two levels) plus the key maps. */
   get byteLength(): number {
-    const node = this.dims + CONNECTIVITY * 2 * 4 + 16;
+    const node = this.dims + this.index.connectivity() * 2 * 4 + 16;
     return this.index.size() * node + this.keyOf.byteLength + this.rowOf.byteLength;
   }
 }

@@ -1,5 +1,5 @@
 /** The shapes a vector index (vector-index.ts) takes in and gives out, and its size estimates. */
-import type { GraphState } from './ann-graph.js';
+import type { GraphSettings, GraphState } from './ann-graph.js';
 
 /**
  * Where a vector index reads the exact vectors of its rows: the SQLite table it was loaded from
@@ -15,8 +15,8 @@ export interface VectorSource {
 export interface VectorIndexOptions {
   /** Live rows from which searches use an approximate graph (Infinity: never). */
   annMin?: number;
-  /** The graph's search list (ann-graph.ts EXPANSION_SEARCH when not given): its recall. */
-  annSearchList?: number;
+  /** The graph's search list and links per node (ann-graph.ts when not given). */
+  annGraph?: GraphSettings;
 }
 
 /** Estimates for memoryReport: a 36-character id string, a pointer, a Map entry (V8, 64-bit). */
