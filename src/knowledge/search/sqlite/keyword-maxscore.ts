@@ -162,8 +162,10 @@ export function maxScoreSearch(
   const order = Int32Array.from(lexemes, (id) => distinct.findIndex((t) => t.id === id));
   const doubled = new Int32Array(m);
   const { alive, projectOf, documentOf } = index;
-  const term = (i: number, f: number, d: number) =>
-    (idfs[i] as number) * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
+  // A word's term in a row whose length part is `norm` (K1 · (1 − B + B · d / avgdl), the same
+  // number the term-at-a-time search computes in line).
+  const term = (i: number, f: number, norm: number) =>
+    (idfs[i] as number) * ((f * (K1 + 1.0)) / (f + norm));
   let floor = Number.NEGATIVE_INFINITY;
   /** Lists before `essential` are non-essential. */
   let essential = 0;
@@ -171,19 +173,21 @@ export function maxScoreSearch(
     let row = END;
     for (let i = essential; i < m; i++) row = Math.min(row, (cursors[i] as Cursor).row);
     if (row === END) break;
-    const d = lengths[row] as number;
+    const skip =
+      alive[row] !== 1 ||
+      (project !== -2 && projectOf[row] !== project) ||
+      (allowed !== null && allowed[documentOf[row] as number] !== 1);
+    const norm = K1 * (1 - B + (B * (lengths[row] as number)) / avgdl);
     let partial = 0;
     for (let i = essential; i < m; i++) {
       const cursor = cursors[i] as Cursor;
       if (cursor.row === row) {
         doubled[i] = cursor.doubled;
-        partial += (times[i] as number) * term(i, cursor.doubled / 2, d);
+        if (!skip) partial += (times[i] as number) * term(i, cursor.doubled / 2, norm);
         cursor.next();
       } else doubled[i] = 0;
     }
-    if (alive[row] !== 1) continue;
-    if (project !== -2 && projectOf[row] !== project) continue;
-    if (allowed !== null && allowed[documentOf[row] as number] !== 1) continue;
+    if (skip) continue;
     // The non-essential lists, largest bound first, while the row could still make the top k.
     let reachable = true;
     for (let i = essential - 1; i >= 0; i--) {
@@ -195,14 +199,14 @@ export function maxScoreSearch(
       cursor.seek(row);
       doubled[i] = cursor.row === row ? cursor.doubled : 0;
       if (doubled[i] !== 0)
-        partial += (times[i] as number) * term(i, (doubled[i] as number) / 2, d);
+        partial += (times[i] as number) * term(i, (doubled[i] as number) / 2, norm);
     }
     if (!reachable || partial * (1 + SLACK) <= floor) continue;
     // The exact score: each word's term in query order.
     let score = 0;
     for (let q = 0; q < order.length; q++) {
       const i = order[q] as number;
-      if (i >= 0 && doubled[i] !== 0) score += term(i, (doubled[i] as number) / 2, d);
+      if (i >= 0 && doubled[i] !== 0) score += term(i, (doubled[i] as number) / 2, norm);
     }
     top.push(score, row);
     if (top.floor > floor) {
