@@ -14,7 +14,6 @@
  */
 import { AnnGraph, type GraphSettings, type GraphState } from './ann-graph.js';
 import {
-  MAP_ENTRY_BYTES,
   POINTER_BYTES,
   STRING_BYTES,
   type IndexRow,
@@ -25,6 +24,7 @@ import {
 import { Int8Matrix } from './dot-kernel.js';
 import { TopK } from './top-k.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
+import { IdTable } from './id-table.js';
 import { Numbering } from './numbering.js';
 
 /**
@@ -42,7 +42,7 @@ const SCOPE_ROWS = 1024;
 const MEAN_SAMPLE = 65_536;
 
 export type { IndexRow, VectorIndexOptions, VectorSource, VectorState } from './vector-types.js';
-export { MAP_ENTRY_BYTES, POINTER_BYTES, STRING_BYTES } from './vector-types.js';
+export { POINTER_BYTES, STRING_BYTES } from './vector-types.js';
 
 export class VectorIndex {
   /** Row → chunk id; '' for a deleted row (compacted away later). */
@@ -52,7 +52,7 @@ export class VectorIndex {
   private projectOf: Int32Array = new Int32Array(0);
   private readonly documents = new Numbering();
   private readonly projects = new Numbering();
-  private readonly rowOf = new Map<string, number>();
+  private readonly rowOf = new IdTable((r) => this.ids[r] ?? '');
   /** Rows by document number. */
   private readonly rowsOf = new Map<number, number[]>();
   /** Per row: max |component| / 127, the int8 row's scale back to the normalised vector. */
@@ -213,7 +213,7 @@ export class VectorIndex {
       const document = this.documents.number(row.documentId);
       this.documentOf[r] = document;
       this.projectOf[r] = this.projects.number(row.projectKey);
-      this.rowOf.set(row.chunkId, r);
+      this.rowOf.add(row.chunkId, r);
       let list = this.rowsOf.get(document);
       if (list === undefined) this.rowsOf.set(document, (list = []));
       list.push(r);
@@ -260,6 +260,7 @@ export class VectorIndex {
     let covered = 0;
     const graph = this.graph;
     this.rowsOf.clear();
+    this.rowOf.clear(this.size);
     for (let from = 0; from < this.count; from++) {
       const id = this.ids[from] ?? '';
       if (id === '') continue;
@@ -272,7 +273,7 @@ export class VectorIndex {
         this.documentOf[to] = this.documentOf[from] ?? 0;
         this.projectOf[to] = this.projectOf[from] ?? 0;
       }
-      this.rowOf.set(id, to);
+      this.rowOf.add(id, to);
       const doc = this.documentOf[to] ?? 0;
       let list = this.rowsOf.get(doc);
       if (list === undefined) this.rowsOf.set(doc, (list = []));
@@ -502,13 +503,14 @@ export class VectorIndex {
     for (const key of state.projectKeys) index.projects.number(key);
     index.ids = state.ids;
     index.count = n;
+    index.rowOf.clear(n);
     for (let r = 0; r < n; r++) {
       const id = state.ids[r] ?? '';
       if (id === '') {
         index.dead++;
         continue;
       }
-      index.rowOf.set(id, r);
+      index.rowOf.add(id, r);
       const document = state.documentOf[r] ?? 0;
       let list = index.rowsOf.get(document);
       if (list === undefined) index.rowsOf.set(document, (list = []));
@@ -538,8 +540,7 @@ export class VectorIndex {
     return {
       'vector int8 + scale': this.int8.byteLength + this.scales.byteLength,
       'vector row numbers': this.documentOf.byteLength + this.projectOf.byteLength,
-      'vector chunk ids + id map':
-        rows * (STRING_BYTES + POINTER_BYTES) + this.rowOf.size * MAP_ENTRY_BYTES,
+      'vector chunk ids + id map': rows * (STRING_BYTES + POINTER_BYTES) + this.rowOf.byteLength,
       'vector graph (estimate) + keys': this.graph?.byteLength ?? 0,
     };
   }

@@ -19,10 +19,9 @@ export interface VectorIndexOptions {
   annGraph?: GraphSettings;
 }
 
-/** Estimates for memoryReport: a 36-character id string, a pointer, a Map entry (V8, 64-bit). */
+/** Estimates for memoryReport: a 36-character id string, a pointer (V8, 64-bit). */
 export const STRING_BYTES = 56;
 export const POINTER_BYTES = 8;
-export const MAP_ENTRY_BYTES = 40;
 
 export interface IndexRow {
   chunkId: string;
