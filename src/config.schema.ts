@@ -221,9 +221,9 @@ export const ENV_SCHEMA = Type.Object({
   SEARCH_ANN_MIN_VECTORS: Type.Integer({
     minimum: -1,
     maximum: 1_000_000_000,
-    default: -1,
+    default: 500_000,
     description:
-      'SQLite: from this many vectors of a model on, vector search takes its candidates from an approximate HNSW graph (usearch; re-scored exactly) instead of a full scan; -1 (default): never (on the default model its recall@10 stays under 0.98 where it is faster than the scan).',
+      "SQLite: from this many vectors of a model on, vector search takes its candidates from an approximate HNSW graph (usearch; 16 links, a search list of 2048, candidates re-scored exactly) instead of a full scan of its int8 rows; -1: never. At 500k rows of the default model the graph answers in 12 ms against the scan's 15 (recall@10 0.994), at 1M in 12 against 26 (0.986); it takes 252 bytes a row, built in the background after the indexes load and saved beside their snapshots.",
   }),
   KNOWLEDGE_CONVERTER_PATH: Type.Optional(
     Type.String({
