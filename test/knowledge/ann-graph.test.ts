@@ -55,16 +55,28 @@ function exactTop(all: IndexRow[], query: Float32Array, k: number): string[] {
     .map((r) => r.id);
 }
 
-function buildAll(index: VectorIndex): void {
-  while (index.buildGraph(1000));
+/** Sends every row to the graph's worker and waits until it holds them. */
+async function buildAll(index: VectorIndex): Promise<void> {
+  while (index.buildGraph(1000)) await new Promise((resolve) => setTimeout(resolve, 2));
 }
 
+/** Indexes with a graph (a worker thread each), stopped after each test. */
+const indexes: VectorIndex[] = [];
+const withGraph = (table: MemoryVectorTable, annMin: number) => {
+  const index = new VectorIndex(DIMS, table, { annMin });
+  indexes.push(index);
+  return index;
+};
+afterEach(() => {
+  for (const index of indexes.splice(0)) index.close();
+});
+
 describe('the approximate graph of a vector index', () => {
-  it('starts at the threshold; until built, the uncovered rows are scanned exactly', () => {
+  it('starts at the threshold; until built, the uncovered rows are scanned exactly', async () => {
     const rows = clustered(1200, 30);
     const table = new MemoryVectorTable();
     table.put(rows);
-    const index = new VectorIndex(DIMS, table, { annMin: 1000 });
+    const index = withGraph(table, 1000);
     index.add(rows.slice(0, 999));
     expect(index.graph).toBeNull();
     index.add(rows.slice(999));
@@ -73,25 +85,26 @@ describe('the approximate graph of a vector index', () => {
     const query = rows[5]?.vector ?? new Float32Array(DIMS);
     const scanned = index.search(query, {}, 10).map((c) => c.chunkId);
     expect(scanned).toEqual(exactTop(rows, query, 10));
-    // Half built: graph candidates plus a scan of the rest, still exact here.
+    // Partly built: graph candidates plus a scan of the rest, still exact here.
     index.buildGraph(0);
-    expect(index.graph?.covered).toBeGreaterThan(0);
+    while (index.graph?.covered === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+    expect(index.graph?.covered).toBeLessThan(1200);
     expect(index.search(query, {}, 10).map((c) => c.chunkId)).toEqual(scanned);
-    buildAll(index);
+    await buildAll(index);
     expect(index.graphPending).toBe(false);
     expect(index.graph?.size).toBe(1200);
     // Never below the threshold: no graph at all.
-    const small = new VectorIndex(DIMS, table, { annMin: 5000 });
+    const small = withGraph(table, 5000);
     small.add(rows);
     expect(small.graph).toBeNull();
   });
 
-  it('has recall@10 ≥ 0.98 against an exact scan, scores exact', () => {
+  it('has recall@10 ≥ 0.98 against an exact scan, scores exact', async () => {
     const rows = clustered(6000, 60);
     const table = new MemoryVectorTable();
-    const index = new VectorIndex(DIMS, table, { annMin: 1000 });
+    const index = withGraph(table, 1000);
     index.add(table.put(rows));
-    buildAll(index);
+    await buildAll(index);
     let found = 0;
     const queries = 60;
     for (let q = 0; q < queries; q++) {
@@ -107,12 +120,34 @@ describe('the approximate graph of a vector index', () => {
     expect(found / (10 * queries)).toBeGreaterThanOrEqual(0.98);
   });
 
-  it('keeps deletes, new rows and compaction in step with the graph', () => {
+  it('answers from its worker while the caller works, and scans when the worker is gone', async () => {
+    const rows = clustered(2000, 20);
+    const table = new MemoryVectorTable();
+    const index = withGraph(table, 1000);
+    index.add(table.put(rows));
+    await buildAll(index);
+    const graph = index.graph!;
+    // Asked ahead (as the store does before ranking keywords), then taken by the search.
+    const probe = rows[42]!.vector;
+    index.prefetch(probe, {}, 10);
+    expect(index.search(probe, {}, 10)[0]?.chunkId).toBe('c42');
+    // The worker stops (a crash): the graph is no longer used, the rows are scanned exactly.
+    await (graph as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    while (graph.failed === null) await new Promise((resolve) => setTimeout(resolve, 2));
+    expect(index.graphPending).toBe(false);
+    for (const r of rows.slice(100, 120)) {
+      expect(index.search(r.vector, {}, 10).map((c) => c.chunkId)).toEqual(
+        exactTop(rows, r.vector, 10),
+      );
+    }
+  });
+
+  it('keeps deletes, new rows and compaction in step with the graph', async () => {
     const rows = clustered(3000, 30);
     const table = new MemoryVectorTable();
-    const index = new VectorIndex(DIMS, table, { annMin: 1000 });
+    const index = withGraph(table, 1000);
     index.add(table.put(rows));
-    buildAll(index);
+    await buildAll(index);
     // Deleted documents never come back; the graph's nodes go with them.
     const gone = new Set<string>();
     for (let d = 0; d < 10; d++) {
@@ -132,7 +167,7 @@ describe('the approximate graph of a vector index', () => {
     expect(index.graphPending).toBe(true);
     const probe = added[17]?.vector ?? new Float32Array(DIMS);
     expect(index.search(probe, {}, 1)[0]?.chunkId).toBe('c3017');
-    buildAll(index);
+    await buildAll(index);
     expect(index.search(probe, {}, 1)[0]?.chunkId).toBe('c3017');
     // Past a quarter of rows deleted, the index compacts: rows move, graph keys follow.
     for (let d = 10; d < 20; d++) index.deleteDocument(`d${d}`);

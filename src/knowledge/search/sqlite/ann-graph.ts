@@ -2,11 +2,19 @@
  * The approximate part of a large vector index (vector-index.ts): an HNSW graph (usearch, int8
  * quantized, cosine) over the rows of the index, whose candidates the index re-scores exactly.
  *
+ * The graph lives in a worker thread of its own (ann-worker.ts): it is built, loaded and saved
+ * there, so neither a million-row build nor a load holds the event loop, and it is searched there
+ * while the main thread ranks the query's keywords. The store asks for the graph's candidates
+ * first (`prefetch`); the vector search then takes them, waiting (Atomics.wait on a shared
+ * buffer, ann-channel.ts) only for what the graph takes beyond the keyword ranking. Adds and
+ * removes are messages, handled in order, so a search sees every change sent before it. A graph
+ * whose worker does not answer in time (or failed) leaves its searches to the exact scan.
+ *
  * Graph keys are stable numbers given to rows as they are added (rows move when the index
- * compacts, keys never do); `keyOf` / `rowOf` translate. The graph is built behind the rows:
- * rows `[0, covered)` are in it (the deleted ones removed), later rows are added by `step()`, a
- * slice at a time with the event loop free in between (index-loader.ts drives it), and a search
- * scans that uncovered tail exactly, so a partly built graph is never less exact than a scan.
+ * compacts, keys never do); `keyOf` / `rowOf` translate, here. The graph is built behind the rows:
+ * rows `[0, covered)` are in it (the deleted ones removed), later ones are sent by `step()` a batch
+ * at a time (index-loader.ts drives it) and count as covered once the worker added them; a search
+ * scans the rows not covered exactly, so a partly built graph is never less exact than a scan.
  *
  * The graph holds the rows minus their mean vector μ (fixed when the graph is made) and is
  * searched with the query minus μ. Embeddings crowd in a narrow cone (the default model's
@@ -18,18 +26,9 @@
  * are in the snapshot's header, with the keys, the mean and `covered`; a graph file that does not
  * match is rebuilt from the rows, never trusted.
  */
-import { createRequire } from 'node:module';
-import type { Index } from 'usearch';
-
-/**
- * usearch (a native module) is loaded when the first graph is made, so a server whose indexes
- * stay below SEARCH_ANN_MIN_VECTORS (500k by default) never loads it.
- */
-let usearch: typeof import('usearch') | undefined;
-function loadUsearch(): typeof import('usearch') {
-  usearch ??= createRequire(import.meta.url)('usearch') as typeof import('usearch');
-  return usearch;
-}
+import type { Worker } from 'node:worker_threads';
+import { spawnWorkerModule } from '../../../worker-threads.js';
+import { SearchChannel, type GraphReply, type GraphRequest } from './ann-channel.js';
 
 /**
  * HNSW links per node and the candidate lists of a build and a search, for recall@10 ≥ 0.98
@@ -42,8 +41,11 @@ function loadUsearch(): typeof import('usearch') {
 export const CONNECTIVITY = 16;
 const EXPANSION_ADD = 64;
 export const EXPANSION_SEARCH = 2048;
-/** Rows added to the graph per usearch call within a step. */
-const ADD_BATCH = 32;
+/** Rows sent to the worker per message while building, and at most in flight. */
+const SEND_BATCH = 256;
+const MAX_IN_FLIGHT = 1024;
+/** How long a search waits for the graph's answer before it scans instead. */
+const ANSWER_MS = 2000;
 
 /** A graph's persisted keys (row → key, and the next key to give) and its rows' mean. */
 export interface GraphState {
@@ -60,42 +62,70 @@ export interface GraphSettings {
   connectivity?: number;
 }
 
-function newIndex(dims: number, settings: GraphSettings): Index {
-  const { Index, MetricKind, ScalarKind } = loadUsearch();
-  return new Index({
-    dimensions: dims,
-    metric: MetricKind.Cos,
-    quantization: ScalarKind.I8,
-    connectivity: settings.connectivity ?? CONNECTIVITY,
-    expansion_add: EXPANSION_ADD,
-    expansion_search: settings.searchList ?? EXPANSION_SEARCH,
-    multi: false,
-  });
-}
+/** Graphs whose index was dropped without `close()`: their workers are stopped. */
+const orphans = new FinalizationRegistry<Worker>((worker) => void worker.terminate());
 
 export class AnnGraph {
-  private readonly index: Index;
+  private readonly worker: Worker;
+  private readonly channel: SearchChannel;
+  private readonly connectivity: number;
   /** Row → key (rows up to the index's count). */
   private keyOf: Int32Array;
   /** Key → row, -1 for a deleted row. */
   private rowOf: Int32Array;
   private nextKey: number;
   private readonly mean: Float32Array;
-  /** Rows `[0, covered)` are in the graph (deleted ones removed from it). */
+  /** Rows `[0, covered)` are in the graph; `[covered, sent)` are on their way. */
   covered: number;
+  private sent: number;
+  /** The rows each batch on its way ends at, oldest first. */
+  private readonly batches: { id: number; end: number }[] = [];
+  /** Nodes in the graph, as of what was sent (for a scope's count). */
+  size = 0;
+  /** Why the worker stopped, once it did: the graph is then not used. */
+  failed: string | null = null;
+  private nextId = 1;
+  private readonly replies = new Map<number, (reply: GraphReply) => void>();
+  private seq = 0;
+  /** Bumped by every change sent to the worker or done by it: an answer is of one version. */
+  private version = 0;
+  /** The search sent ahead (`prefetch`), until `search` takes it. */
+  private ahead: { seq: number; k: number; query: Float32Array; version: number } | null = null;
 
   private constructor(
     readonly dims: number,
-    index: Index,
     state: GraphState,
+    settings: GraphSettings,
+    path?: string,
   ) {
-    this.index = index;
     this.keyOf = state.keyOf;
     this.nextKey = state.nextKey;
     this.covered = state.covered;
+    this.sent = state.covered;
     if (state.mean.length !== dims) throw new RangeError('graph mean');
     this.mean = state.mean;
     this.rowOf = new Int32Array(Math.max(1024, state.nextKey)).fill(-1);
+    this.connectivity = settings.connectivity ?? CONNECTIVITY;
+    this.channel = new SearchChannel(dims);
+    this.worker = spawnWorkerModule(import.meta.url, 'ann-worker').worker;
+    this.worker.unref();
+    // The worker's listeners hold the graph weakly, so that a graph dropped without close() is
+    // collected and its worker stopped.
+    orphans.register(this, this.worker, this);
+    const self = new WeakRef(this);
+    this.worker.on('message', (reply: GraphReply) => self.deref()?.received(reply));
+    this.worker.on('error', (error) => self.deref()?.stopped(error.message));
+    this.worker.on('exit', (code) => self.deref()?.stopped(`worker exited (${code})`));
+    this.send({
+      op: 'open',
+      id: this.nextId++,
+      dims,
+      connectivity: this.connectivity,
+      expansionAdd: EXPANSION_ADD,
+      expansionSearch: settings.searchList ?? EXPANSION_SEARCH,
+      buffer: this.channel.buffer,
+      ...(path === undefined ? {} : { path }),
+    });
   }
 
   /**
@@ -111,8 +141,7 @@ export class AnnGraph {
   ): AnnGraph {
     const keyOf = new Int32Array(Math.max(capacity, rows));
     for (let r = 0; r < rows; r++) keyOf[r] = r;
-    const state = { keyOf, nextKey: rows, covered: 0, mean };
-    const graph = new AnnGraph(dims, newIndex(dims, settings), state);
+    const graph = new AnnGraph(dims, { keyOf, nextKey: rows, covered: 0, mean }, settings);
     graph.reserveKeys(rows);
     for (let r = 0; r < rows; r++) graph.rowOf[r] = r;
     return graph;
@@ -120,28 +149,84 @@ export class AnnGraph {
 
   /**
    * A graph loaded from its file (usearch's own format) with its persisted keys; `alive(r)` says
-   * which of the rows are not deleted. Throws when the file is not a graph of these dimensions.
+   * which of the rows are not deleted. Rejects when the file is not a graph of these dimensions
+   * (its worker stopped).
    */
-  static load(
+  static async load(
     path: string,
     dims: number,
     state: GraphState,
     count: number,
     alive: (r: number) => boolean,
     settings: GraphSettings = {},
-  ): AnnGraph {
-    const index = newIndex(dims, settings);
-    index.load(path);
-    if (index.dimensions() !== dims) throw new Error('graph dimensions differ');
-    const graph = new AnnGraph(dims, index, state);
-    graph.reserveKeys(state.nextKey);
-    for (let r = 0; r < count; r++) {
-      if (!alive(r)) continue;
-      const key = state.keyOf[r] ?? -1;
-      if (key < 0 || key >= state.nextKey) throw new Error('graph keys');
-      graph.rowOf[key] = r;
+  ): Promise<AnnGraph> {
+    const graph = new AnnGraph(dims, state, settings, path);
+    try {
+      graph.reserveKeys(state.nextKey);
+      for (let r = 0; r < count; r++) {
+        if (!alive(r)) continue;
+        const key = state.keyOf[r] ?? -1;
+        if (key < 0 || key >= state.nextKey) throw new Error('graph keys');
+        graph.rowOf[key] = r;
+      }
+      graph.size = (await graph.opened).size;
+      return graph;
+    } catch (error) {
+      graph.close();
+      throw error;
     }
-    return graph;
+  }
+
+  /** The worker's answer to `open` (the graph loaded). */
+  private get opened(): Promise<GraphReply & { op: 'done' }> {
+    return this.reply(1);
+  }
+
+  private send(request: GraphRequest): void {
+    if (this.failed === null) this.worker.postMessage(request);
+  }
+
+  /** The reply to request `id`: resolved when done, rejected when it or the worker failed. */
+  private reply(id: number): Promise<GraphReply & { op: 'done' }> {
+    return new Promise((resolve, reject) => {
+      if (this.failed !== null) {
+        reject(new Error(this.failed));
+        return;
+      }
+      this.replies.set(id, (reply) => {
+        if (reply.op === 'done') resolve(reply);
+        else reject(new Error(reply.message));
+      });
+    });
+  }
+
+  private received(reply: GraphReply): void {
+    if (reply.op === 'failed' && !this.replies.has(reply.id)) {
+      this.stopped(reply.message);
+      return;
+    }
+    const batch = this.batches[0];
+    if (batch?.id === reply.id) {
+      this.batches.shift();
+      this.covered = batch.end;
+      this.version++;
+    }
+    this.replies.get(reply.id)?.(reply);
+    this.replies.delete(reply.id);
+  }
+
+  private stopped(why: string): void {
+    if (this.failed !== null) return;
+    this.failed = why;
+    for (const settle of this.replies.values()) settle({ op: 'failed', id: -1, message: why });
+    this.replies.clear();
+    void this.worker.terminate();
+  }
+
+  /** Stops the worker (the index dropped its graph). */
+  close(): void {
+    orphans.unregister(this);
+    this.stopped('closed');
   }
 
   private reserveKeys(keys: number): void {
@@ -173,7 +258,11 @@ export class AnnGraph {
     const key = this.keyOf[r] ?? -1;
     if (key < 0) return;
     this.rowOf[key] = -1;
-    if (r < this.covered) this.index.remove(BigInt(key));
+    if (r < this.sent) {
+      this.send({ op: 'remove', keys: Int32Array.of(key) });
+      this.size--;
+      this.version++;
+    }
   }
 
   /** Live row `from` moved to `to` (the index compacts; `to` ≤ `from`). */
@@ -183,15 +272,21 @@ export class AnnGraph {
     if (key >= 0) this.rowOf[key] = to;
   }
 
-  /** The index compacted: `covered` rows before it are now `covered` live rows before it. */
-  compacted(coveredNow: number): void {
-    this.covered = coveredNow;
+  /**
+   * The index compacted: `at(end)` is where a prefix of rows ending at `end` ends now (the live
+   * rows before it), for the rows covered, sent and on their way.
+   */
+  compacted(at: (end: number) => number): void {
+    this.covered = at(this.covered);
+    this.sent = at(this.sent);
+    for (const batch of this.batches) batch.end = at(batch.end);
   }
 
   /**
-   * Adds uncovered rows to the graph for up to `budgetMs`; `vectors(rows)` gives the rows'
-   * normalised vectors (`dims` floats each, in order), `count` is the index's rows, `alive(r)`
-   * whether a row is not deleted. Returns whether rows remain uncovered.
+   * Sends uncovered rows to the worker for up to `budgetMs` (at most MAX_IN_FLIGHT on their way);
+   * `vectors(rows)` gives the rows' normalised vectors (`dims` floats each, in order), `count` is
+   * the index's rows, `alive(r)` whether a row is not deleted. Returns whether rows are still to
+   * be covered.
    */
   step(
     vectors: (rows: number[]) => Float32Array,
@@ -202,49 +297,77 @@ export class AnnGraph {
     const started = performance.now();
     const dims = this.dims;
     // At least one batch per step, however small the budget.
-    for (let first = true; this.covered < count; first = false) {
+    for (let first = true; ; first = false) {
+      if (this.failed !== null || this.sent >= count) break;
+      if (this.sent - this.covered >= MAX_IN_FLIGHT) break;
       if (!first && performance.now() - started >= budgetMs) break;
-      const end = Math.min(count, this.covered + ADD_BATCH);
-      const keys: bigint[] = [];
+      const end = Math.min(count, this.sent + SEND_BATCH);
       const rows: number[] = [];
-      for (let r = this.covered; r < end; r++) {
-        if (!alive(r)) continue;
-        keys.push(BigInt(this.keyOf[r] ?? 0));
-        rows.push(r);
+      for (let r = this.sent; r < end; r++) if (alive(r)) rows.push(r);
+      const keys = Int32Array.from(rows, (r) => this.keyOf[r] ?? 0);
+      const batch = vectors(rows);
+      for (let i = 0; i < batch.length; i++) {
+        batch[i] = (batch[i] as number) - (this.mean[i % dims] as number);
       }
-      if (rows.length > 0) {
-        const batch = vectors(rows);
-        for (let i = 0; i < batch.length; i++) {
-          batch[i] = (batch[i] as number) - (this.mean[i % dims] as number);
-        }
-        this.index.add(BigUint64Array.from(keys), batch, 1);
-      }
-      this.covered = end;
+      const id = this.nextId++;
+      this.batches.push({ id, end });
+      this.send({ op: 'add', id, keys, vectors: batch });
+      this.version++;
+      this.sent = end;
+      this.size += rows.length;
     }
-    return this.covered < count;
+    return this.failed === null && this.covered < count;
   }
 
-  /** The rows of the `k` nearest graph nodes to a normalised query (deleted rows skipped). */
-  search(query: Float32Array, k: number): number[] {
-    if (this.index.size() === 0) return [];
+  /** Whether rows were sent that the worker has not added yet. */
+  get sending(): boolean {
+    return this.batches.length > 0;
+  }
+
+  /** Asks the graph now for the `k` nearest to a normalised query (`search` takes the answer). */
+  prefetch(query: Float32Array, k: number): void {
+    if (this.failed !== null) return;
     const centred = Float32Array.from(query, (v, j) => v - (this.mean[j] as number));
-    const found = this.index.search(centred, k, 1);
+    const seq = ++this.seq;
+    this.channel.ask(seq, centred, k);
+    this.send({ op: 'poke' });
+    this.ahead = { seq, k, query, version: this.version };
+  }
+
+  /**
+   * The rows of the `k` nearest graph nodes to a normalised query (deleted rows skipped); null
+   * when the graph did not answer in time or stopped (the caller scans).
+   */
+  search(query: Float32Array, k: number): number[] | null {
+    let ahead = this.ahead;
+    // The search sent ahead is this one if nothing changed since (else it is asked again).
+    const same =
+      ahead !== null &&
+      ahead.version === this.version &&
+      ahead.k === k &&
+      ahead.query.every((v, j) => v === query[j]);
+    if (!same) {
+      this.prefetch(query, k);
+      ahead = this.ahead;
+    }
+    this.ahead = null;
+    if (ahead === null || this.failed !== null) return null;
+    const keys = this.channel.answer(ahead.seq, ANSWER_MS);
+    if (keys === null) return null;
     const rows: number[] = [];
-    for (const key of found.keys) {
-      const r = this.rowOf[Number(key)] ?? -1;
+    for (const key of keys) {
+      const r = this.rowOf[key] ?? -1;
       if (r >= 0) rows.push(r);
     }
     return rows;
   }
 
-  /** Nodes in the graph. */
-  get size(): number {
-    return this.index.size();
-  }
-
-  /** Writes the graph to `path` (usearch's format). */
-  save(path: string): void {
-    this.index.save(path);
+  /** Saves the graph as of every change sent so far to `path` (usearch's format). */
+  save(path: string): Promise<void> {
+    const id = this.nextId++;
+    const done = this.reply(id);
+    this.send({ op: 'save', id, path });
+    return done.then(() => undefined);
   }
 
   /** The keys to persist with the graph file (views, valid until the next change). */
@@ -259,7 +382,7 @@ export class AnnGraph {
 
   /** Bytes held: an estimate of the graph (int8 vector, links of two levels) plus the key maps. */
   get byteLength(): number {
-    const node = this.dims + this.index.connectivity() * 2 * 4 + 16;
-    return this.index.size() * node + this.keyOf.byteLength + this.rowOf.byteLength;
+    const node = this.dims + this.connectivity * 2 * 4 + 16;
+    return this.size * node + this.keyOf.byteLength + this.rowOf.byteLength;
   }
 }

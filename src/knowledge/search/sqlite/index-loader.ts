@@ -119,7 +119,9 @@ export class IndexLoader {
         copy = await this.buildVectors(table, dimensions);
         built = true;
       }
-      if (!this.indexes.vectors.has(table)) this.indexes.vectors.set(table, copy);
+      // Loaded meanwhile (a search loaded it first): this copy is not used.
+      if (this.indexes.vectors.has(table)) copy.index.close();
+      else this.indexes.vectors.set(table, copy);
     }
     if (this.indexes.keyword === undefined) {
       let copy = await this.restore('keyword', generation, (s) =>
@@ -156,7 +158,7 @@ export class IndexLoader {
     try {
       const graph = graphOfSnapshot(snapshot);
       if (graph !== null && this.files !== null) {
-        index.restoreGraph(await this.files.checkedGraph(graph.meta), graph.state);
+        await index.restoreGraph(await this.files.checkedGraph(graph.meta), graph.state);
         this.graphFiles.set(kind, graph.meta.file);
       }
     } catch (error) {
@@ -353,7 +355,8 @@ export class IndexLoader {
           // A graph being built is saved once complete (its rows' snapshot is written meanwhile).
           if (state.graph !== undefined && !index.graphPending) {
             const { nextKey, covered } = state.graph;
-            // Saved now, in this turn: the file holds what `state` says (covered, keys).
+            // Sent now, in this turn: the worker saves every change sent before, which is what
+            // `state` says (covered, keys); a change meanwhile voids this snapshot (`unchanged`).
             const file = await files.writeGraph(kind, (path) => index.graph?.save(path));
             graph = { ...file, nextKey, covered };
           }
@@ -382,6 +385,8 @@ export class IndexLoader {
     clearTimeout(this.timer);
     this.timer = undefined;
     await this.writing;
+    await this.building?.catch(() => undefined);
+    for (const { index } of this.indexes.vectors.values()) index.close();
   }
 
   /** Temporary files of writers that stopped mid-write. */

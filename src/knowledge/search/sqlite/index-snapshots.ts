@@ -121,13 +121,13 @@ export class SnapshotFiles {
    */
   async writeGraph(
     kind: string,
-    save: (path: string) => void,
+    save: (path: string) => Promise<void> | undefined,
   ): Promise<Pick<GraphMeta, 'file' | 'bytes' | 'crc'>> {
     mkdirSync(this.dir, { recursive: true });
     const file = `${this.prefix}.${kind}.${process.pid}-${Date.now()}.graph`;
     const temporary = join(this.dir, `${file}.${process.pid}.0.tmp`);
     try {
-      save(temporary);
+      await save(temporary);
       const sum = await fileChecksum(temporary);
       await rename(temporary, join(this.dir, file));
       return { file, ...sum };

@@ -30,7 +30,7 @@ import { CURRENT, SearchIndexes } from './search-indexes.js';
 import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { statementCache, type Statements } from './statements.js';
 import { asFloat32, VectorTables } from './vector-tables.js';
-import { STRING_BYTES, type VectorIndexOptions } from './vector-index.js';
+import { STRING_BYTES, type VectorIndex, type VectorIndexOptions } from './vector-index.js';
 
 export interface SqliteChunkStoreOptions {
   /** Where and when the search indexes are saved (index-snapshots.ts); null: never. */
@@ -160,6 +160,9 @@ export class SqliteChunkStore implements ChunkStore {
         const { text, vector, model, limit } = request;
         const filter = this.scope(request.filter);
         const empty = filter.documents?.size === 0;
+        // A vector graph looks for its candidates (in its worker) while the keywords are ranked.
+        if (vector !== null && !empty)
+          this.vectorIndexOf(vector, model)?.prefetch(vector, filter, limit + 32);
         const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
         const keywordMax = text === null ? 0 : this.keywordMax(text);
         const semantic =
@@ -281,18 +284,23 @@ export class SqliteChunkStore implements ChunkStore {
       : candidates.filter((c) => ok.has(c.documentId));
   }
 
+  /** The vector copy of the model's table (current as of this transaction), if it has one. */
+  private vectorIndexOf(vector: Float32Array, model: string): VectorIndex | null {
+    const table = this.tables.find(model, vector.length);
+    return table === null ? null : this.indexes.vectorIndex(table, vector.length);
+  }
+
   private vectorSearch(
     vector: Float32Array,
     model: string,
     filter: IndexScope,
     limit: number,
   ): Candidate[] {
-    const table = this.tables.find(model, vector.length);
-    if (table === null) return [];
+    const index = this.vectorIndexOf(vector, model);
+    if (index === null) return [];
     // Exact KNN in process; the scope filters apply before ranking, the status check after it
     // only drops chunks of failed re-indexes.
     // Deeper while that left fewer than `limit` (a run's staged rows are in the copy too).
-    const index = this.indexes.vectorIndex(table, vector.length);
     for (let fetch = limit + 32; ; fetch *= 4) {
       const nearest = index.search(vector, filter, fetch);
       const kept = this.searchable(nearest);

@@ -124,7 +124,7 @@ export class VectorIndex {
 
   /** Whether the graph lacks rows (`buildGraph` adds them). */
   get graphPending(): boolean {
-    return this.graph !== null && this.graph.covered < this.count;
+    return this.graph !== null && this.graph.failed === null && this.graph.covered < this.count;
   }
 
   /** Adds rows to the graph for up to `budgetMs`; whether rows remain. */
@@ -257,14 +257,15 @@ export class VectorIndex {
   /** Drops deleted rows, keeping the order of the live ones. */
   private compact(): void {
     let to = 0;
-    let covered = 0;
     const graph = this.graph;
+    /** Old row → the live rows before it (where a prefix ending there ends now). */
+    const liveBefore = new Int32Array(this.count + 1);
     this.rowsOf.clear();
     this.rowOf.clear(this.size);
     for (let from = 0; from < this.count; from++) {
+      liveBefore[from] = to;
       const id = this.ids[from] ?? '';
       if (id === '') continue;
-      if (graph !== null && from < graph.covered) covered = to + 1;
       graph?.moved(from, to);
       if (to !== from) {
         this.scales[to] = this.scales[from] ?? 0;
@@ -280,8 +281,9 @@ export class VectorIndex {
       list.push(to);
       to++;
     }
+    liveBefore[this.count] = to;
     this.ids.length = to;
-    graph?.compacted(graph.covered >= this.count ? to : covered);
+    graph?.compacted((end) => liveBefore[end] as number);
     this.count = to;
     this.dead = 0;
   }
@@ -361,7 +363,12 @@ export class VectorIndex {
         rows = this.int8Top(query, this.rowsOfDocuments(documents, project), candidates(limit));
       }
     }
-    if (rows === null && this.graph !== null && this.graph.covered > 0) {
+    if (
+      rows === null &&
+      this.graph !== null &&
+      this.graph.failed === null &&
+      this.graph.covered > 0
+    ) {
       rows = this.approximate(this.graph, query, limit, project, allowed);
     }
     rows ??= this.scanTop(query, 0, candidates(limit), project, allowed);
@@ -438,8 +445,10 @@ export class VectorIndex {
     allowed: Uint8Array | null,
   ): number[] | null {
     const want = candidates(limit);
+    const found = graph.search(query, want);
+    if (found === null) return null;
     const rows: number[] = [];
-    for (const r of graph.search(query, want)) {
+    for (const r of found) {
       if (this.ids[r] === '' || (project !== -1 && this.projectOf[r] !== project)) continue;
       if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
       rows.push(r);
@@ -447,8 +456,11 @@ export class VectorIndex {
     const scoped = project !== -1 || allowed !== null;
     if (scoped && rows.length < Math.min(limit, graph.size)) return null;
     if (graph.covered < this.count) {
-      const tail = this.scanTop(query, graph.covered, want, project, allowed);
-      for (const r of tail) rows.push(r);
+      // Rows on their way to the graph may be in both.
+      const seen = new Set(rows);
+      for (const r of this.scanTop(query, graph.covered, want, project, allowed)) {
+        if (!seen.has(r)) rows.push(r);
+      }
     }
     return rows;
   }
@@ -523,15 +535,33 @@ export class VectorIndex {
    * Takes a snapshot's graph (its file and keys; `fromState` gave the rows) when the index is
    * large enough for one. Throws when the file does not hold a graph of these dimensions.
    */
-  restoreGraph(path: string, state: GraphState): void {
+  async restoreGraph(path: string, state: GraphState): Promise<void> {
     if (this.size < this.annMin) return;
     if (state.keyOf.length !== this.count || state.covered > this.count) {
       throw new RangeError('graph keys');
     }
     const alive = (r: number) => this.ids[r] !== '';
-    const graph = AnnGraph.load(path, this.dims, state, this.count, alive, this.annGraph);
+    const graph = await AnnGraph.load(path, this.dims, state, this.count, alive, this.annGraph);
     graph.reserveRows(this.capacity);
+    this.graph?.close();
     this.graph = graph;
+  }
+
+  /** Stops the graph's worker, if any (the index is dropped). */
+  close(): void {
+    this.graph?.close();
+  }
+
+  /**
+   * Asks the graph now for the candidates `search(vector, filter, limit)` will take, so that it
+   * looks for them while the caller does other work (the store ranks the keywords meanwhile).
+   */
+  prefetch(vector: Float32Array, filter: IndexScope, limit: number): void {
+    const graph = this.graph;
+    if (graph === null || graph.failed !== null || graph.covered === 0) return;
+    if (filter.documents !== undefined) return;
+    const query = this.normalise(vector);
+    if (query !== null) graph.prefetch(query, candidates(limit));
   }
 
   /** Bytes held per structure (typed arrays exactly; strings and maps estimated). */
