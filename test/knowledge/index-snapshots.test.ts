@@ -231,6 +231,35 @@ describe('search index snapshots (SQLite)', () => {
     expect(await evidence(restored)).toEqual(await evidence(fresh));
   });
 
+  it('a keyword snapshot without the live counts of its lists (an earlier build) counts them', async () => {
+    const { dir, entry } = await saved();
+    const path = join(dir, 'search-snapshots', 'aps.sqlite.keyword.snapshot');
+    const before = await readSnapshot(path);
+    expect(before.arrays.get('postingCounts')?.length).toBe(before.strings.get('lexemes')?.length);
+    const sections = new Map<string, Section>();
+    for (const [key, list] of before.strings) sections.set(key, { type: 'strings', list });
+    for (const [key, array] of before.arrays) {
+      if (key === 'postingCounts') continue;
+      const type =
+        array instanceof Float64Array
+          ? 'f64'
+          : array instanceof Uint8Array
+            ? 'u8'
+            : array instanceof Int32Array
+              ? 'i32'
+              : 'f32';
+      sections.set(key, { type, parts: [array] });
+    }
+    await writeSnapshot(path, before.meta, sections, () => true);
+    const logs: string[] = [];
+    const restored = storeOf(entry, logs);
+    await restored.warm(MODEL);
+    expect(logs.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
+    const fresh = storeOf(entry);
+    await fresh.warm(MODEL);
+    expect(await evidence(restored)).toEqual(await evidence(fresh));
+  });
+
   it("another database's snapshots (a copied or restored file) are not used", async () => {
     const { dir, entry: original } = await saved();
     original.database.native.pragma('wal_checkpoint(TRUNCATE)');

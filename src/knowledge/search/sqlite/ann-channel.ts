@@ -34,7 +34,10 @@ export type GraphRequest =
   | { op: 'add'; id: number; keys: Int32Array; vectors: Float32Array }
   | { op: 'remove'; keys: Int32Array }
   | { op: 'save'; id: number; path: string }
-  | { op: 'poke' };
+  | { op: 'poke' }
+  /** Ends the worker once the messages before are done (a worker is never terminated while it
+   * may be inside usearch: a native call cut short aborts the whole process). */
+  | { op: 'close' };
 
 /** A message from the worker: a request of that id done (with the graph's size), or failed. */
 export type GraphReply =

@@ -62,8 +62,10 @@ export interface GraphSettings {
   connectivity?: number;
 }
 
-/** Graphs whose index was dropped without `close()`: their workers are stopped. */
-const orphans = new FinalizationRegistry<Worker>((worker) => void worker.terminate());
+/** Graphs whose index was dropped without `close()`: their workers are told to end. */
+const orphans = new FinalizationRegistry<Worker>((worker) => {
+  worker.postMessage({ op: 'close' } satisfies GraphRequest);
+});
 
 export class AnnGraph {
   private readonly worker: Worker;
@@ -217,10 +219,11 @@ export class AnnGraph {
 
   private stopped(why: string): void {
     if (this.failed !== null) return;
+    // Told to end (not terminated: see the 'close' message) unless it already has.
+    this.worker.postMessage({ op: 'close' } satisfies GraphRequest);
     this.failed = why;
     for (const settle of this.replies.values()) settle({ op: 'failed', id: -1, message: why });
     this.replies.clear();
-    void this.worker.terminate();
   }
 
   /** Stops the worker (the index dropped its graph). */

@@ -13,8 +13,8 @@ import { SearchChannel, type GraphReply, type GraphRequest } from './ann-channel
 /** Rows added per usearch call (~10 ms at a million rows), between two looks for a search. */
 const ADD_BATCH = 16;
 
+if (parentPort === null) throw new Error('ann-worker runs in a worker thread');
 const port = parentPort;
-if (port === null) throw new Error('ann-worker runs in a worker thread');
 
 let index: Index | null = null;
 let channel: SearchChannel | null = null;
@@ -72,6 +72,9 @@ function handle(request: GraphRequest): GraphReply | null {
       return { op: 'done', id: request.id, size: graph.size() };
     }
     case 'poke':
+      return null;
+    case 'close':
+      port.close();
       return null;
   }
 }

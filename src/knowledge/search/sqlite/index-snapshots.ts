@@ -211,6 +211,9 @@ export function keywordSections(state: KeywordState, lexer: Fts5Lexer): Map<stri
     ['postingStarts', array([state.postingStarts], 'i32')],
     ['postingLengths', array([state.postingLengths], 'i32')],
     ['postingLast', array([state.postingLast], 'i32')],
+    ...(state.postingCounts === undefined
+      ? []
+      : [['postingCounts', array([state.postingCounts], 'i32')] as const]),
     ['postings', array([state.postings], 'u8')],
   ]);
 }
@@ -246,6 +249,14 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
   }
   const lexemes = list(snapshot, 'lexemes');
   if (lexemes.length !== lengths.length) throw new SnapshotError('lexemes');
+  // The lists' live counts (a snapshot of an earlier build has none: counted when first used).
+  const counts = snapshot.arrays.get('postingCounts');
+  if (
+    counts !== undefined &&
+    (!(counts instanceof Int32Array) || counts.length !== lengths.length)
+  ) {
+    throw new SnapshotError('postings');
+  }
   const state: KeywordState = {
     count: meta.count,
     tokens: meta.tokens ?? 0,
@@ -261,6 +272,7 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
     postingStarts: starts,
     postingLengths: lengths,
     postingLast,
+    ...(counts === undefined ? {} : { postingCounts: counts }),
   };
   checkRows(state, [state.rowids, state.documentOf, state.projectOf, state.lengths, state.alive]);
   // The sections are arrays of their own (snapshot-file.ts): the index keeps them.

@@ -47,6 +47,8 @@ export interface KeywordState {
   postingLengths: Int32Array;
   /** By lexeme id: the last row of its list (-1: none), where the next gap starts from. */
   postingLast: Int32Array;
+  /** By lexeme id: the live rows holding it, -1 when not known (a snapshot without them). */
+  postingCounts?: Int32Array;
 }
 
 /** The bytes of lexeme `id`'s list in a state. */
@@ -64,7 +66,8 @@ export class KeywordStore {
   protected lists = new PostingLists();
   /**
    * By lexeme id: the live rows holding it (FTS5's n(t)), known while `liveAt[id]` is `epoch`;
-   * a delete moves the epoch, and the next search counts again (adds keep the known counts).
+   * a delete moves the epoch, and the next search counts again (adds keep the known counts, from
+   * zero for a new lexeme; a snapshot keeps them).
    */
   protected liveRows = new Int32Array(0);
   protected liveAt = new Uint32Array(0);
@@ -194,7 +197,8 @@ export class KeywordStore {
       return next;
     };
     this.liveRows = grown(this.liveRows, new Int32Array(capacity), 0);
-    this.liveAt = grown(this.liveAt, new Uint32Array(capacity), 0);
+    // A lexeme new to the index is in no row yet: its count is known.
+    this.liveAt = grown(this.liveAt, new Uint32Array(capacity), this.epoch);
     this.lists.reserve(capacity);
     return tally;
   }
@@ -351,6 +355,9 @@ export class KeywordStore {
       postingStarts: lists.start.subarray(0, lexemes),
       postingLengths: lists.used.subarray(0, lexemes),
       postingLast: lists.last.subarray(0, lexemes),
+      postingCounts: Int32Array.from(this.liveRows.subarray(0, lexemes), (n, id) =>
+        this.liveAt[id] === this.epoch ? n : -1,
+      ),
     };
   }
 
@@ -394,6 +401,7 @@ export class KeywordStore {
     const lists = index.lists;
     lists.bytes = state.postings;
     lists.end = state.postings.length;
+    const counts = state.postingCounts;
     lexemeIds.forEach((id, i) => {
       if (id < 0) return;
       const used = state.postingLengths[i] ?? 0;
@@ -401,6 +409,10 @@ export class KeywordStore {
       lists.used[id] = used;
       lists.room[id] = used;
       lists.last[id] = state.postingLast[i] ?? -1;
+      // Its count as saved, or counted at its first search.
+      const known = counts?.[i] ?? -1;
+      index.liveRows[id] = Math.max(0, known);
+      index.liveAt[id] = known >= 0 ? index.epoch : 0;
     });
     for (let r = 0; r < n; r++) {
       if (index.alive[r] !== 1) {
