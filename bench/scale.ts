@@ -226,13 +226,18 @@ try {
   if (values['before-cli'] !== undefined) await measure('before', values['before-cli']);
   await measure(values['before-cli'] === undefined ? 'this build' : 'after', values.cli);
 
-  // Bytes per chunk of each structure: this build's indexes, loaded in this process.
+  // Bytes per chunk of each structure: this build's indexes, loaded in this process as its
+  // server loads them (from the snapshots it left, with its vector graph when it has one).
   const db = new Database(dbPath, { readonly: true });
-  const store = new SqliteChunkStore(db);
+  const store = new SqliteChunkStore(db, {
+    snapshots: { databaseFile: dbPath, delayMs: 3_600_000 },
+    vectors: { annMin },
+  });
   const t0 = performance.now();
   await store.warm(embedder.model);
   const loadS = (performance.now() - t0) / 1000;
   const report = store.memoryReport();
+  await store.close();
   db.close();
   const structures = Object.entries(report)
     .map(([name, bytes]) => `${name} ${(bytes / total).toFixed(1)}`)

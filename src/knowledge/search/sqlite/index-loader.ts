@@ -136,6 +136,7 @@ export class IndexLoader {
     await this.shareChunkIds();
     // A copy built from the tables is saved at once: the next start should not build it again.
     this.changed(built ? 0 : undefined);
+    this.countLists();
   }
 
   /** The keyword copy takes the vector copies' chunk id strings: one copy of each in memory. */
@@ -151,6 +152,20 @@ export class IndexLoader {
       return undefined;
     };
     await keyword.shareChunkIds(same, slicer());
+  }
+
+  /**
+   * In the background: the keyword lists' live counts a snapshot of an earlier build lacked, then
+   * a snapshot that has them (the next start needs none counted).
+   */
+  private countLists(): void {
+    const copy = this.indexes.keyword;
+    if (copy === undefined) return;
+    void copy.index.countLists(slicer()).then((counted) => {
+      if (counted === 0 || this.closed) return;
+      this.saved.delete(copy);
+      this.changed();
+    });
   }
 
   /** Gives a restored vector copy its snapshot's graph, when the graph file checks out. */

@@ -117,6 +117,21 @@ export class KeywordIndex extends KeywordStore {
   }
 
   /**
+   * Counts the live rows of every list whose count is not known (a snapshot of an earlier build,
+   * or after a delete), in slices (`slice` between them), so that searches do not; how many.
+   */
+  async countLists(slice: () => Promise<void>): Promise<number> {
+    let counted = 0;
+    for (let id = 0; id < this.lists.capacity; id++) {
+      if (this.liveAt[id] === this.epoch) continue;
+      this.matching(id);
+      counted++;
+      if ((counted & 0xff) === 0) await slice();
+    }
+    return counted;
+  }
+
+  /**
    * The largest BM25 a row could score for the query's lexemes (one per query word, -1 for a
    * lexeme no text had; a word FTS5 splits gives several), from their idfs over the whole index
    * as the scores use them (bm25.ts maxBm25); 0 on an empty index. Counting each lexeme of a
