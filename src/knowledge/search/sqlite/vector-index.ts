@@ -21,11 +21,10 @@ import {
   type VectorSource,
   type VectorState,
 } from './vector-types.js';
-import { Int8Matrix } from './dot-kernel.js';
-import { TopK } from './top-k.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
 import { IdTable } from './id-table.js';
 import { Numbering } from './numbering.js';
+import { VectorRows } from './vector-rows.js';
 
 /**
  * The candidates re-scored exactly (each read from the table) for `limit` results. The int8
@@ -38,8 +37,6 @@ export function candidates(limit: number): number {
 }
 /** A document scope of at most this many rows (or a 16th of the index) is ranked row by row. */
 const SCOPE_ROWS = 1024;
-/** Rows the graph's centre is averaged over at most (an even sample of the int8 rows). */
-const MEAN_SAMPLE = 65_536;
 
 export type { IndexRow, VectorIndexOptions, VectorSource, VectorState } from './vector-types.js';
 export { POINTER_BYTES, STRING_BYTES } from './vector-types.js';
@@ -55,18 +52,13 @@ export class VectorIndex {
   private readonly rowOf = new IdTable((r) => this.ids[r] ?? '');
   /** Rows by document number. */
   private readonly rowsOf = new Map<number, number[]>();
-  /** Per row: max |component| / 127, the int8 row's scale back to the normalised vector. */
-  private scales: Float32Array;
-  private readonly int8: Int8Matrix;
-  /** One normalised vector (scratch of `add` and the exact scores). */
-  private readonly unit: Float32Array;
+  /** The rows' int8 vectors, and their exact ones from the table. */
+  private readonly vectors: VectorRows;
   private capacity = 0;
   private count = 0;
   private dead = 0;
   /** Bumped by every change: a snapshot being written from live arrays is void when it moved. */
   mutations = 0;
-  /** Query scale ceiling: int16, and the int32 sum of `rowBytes` products must not overflow. */
-  private readonly queryMax: number;
   /** The approximate graph, from `annMin` live rows on. */
   graph: AnnGraph | null = null;
   private readonly annMin: number;
@@ -75,15 +67,12 @@ export class VectorIndex {
   constructor(
     readonly dims: number,
     /** The rows' exact vectors, by chunk id (the table this index copies). */
-    private readonly source: VectorSource,
+    source: VectorSource,
     options: VectorIndexOptions = {},
   ) {
     this.annMin = options.annMin ?? Number.POSITIVE_INFINITY;
     this.annGraph = options.annGraph ?? {};
-    this.int8 = new Int8Matrix(dims);
-    this.unit = new Float32Array(dims);
-    this.scales = new Float32Array(0);
-    this.queryMax = Math.min(32767, Math.floor(2 ** 31 / (127 * this.int8.rowBytes)) - 1);
+    this.vectors = new VectorRows(dims, source);
   }
 
   /** The ids of the documents that have (or had) rows. */
@@ -99,16 +88,13 @@ export class VectorIndex {
   private reserve(rows: number): void {
     if (rows <= this.capacity) return;
     const capacity = Math.max(rows, Math.ceil(this.capacity * 1.5), 1024);
-    const scales = new Float32Array(capacity);
-    scales.set(this.scales.subarray(0, this.count));
-    this.scales = scales;
+    this.vectors.reserve(capacity, this.count);
     const documentOf = new Int32Array(capacity);
     documentOf.set(this.documentOf.subarray(0, this.count));
     this.documentOf = documentOf;
     const projectOf = new Int32Array(capacity);
     projectOf.set(this.projectOf.subarray(0, this.count));
     this.projectOf = projectOf;
-    this.int8.reserve(capacity);
     this.graph?.reserveRows(capacity);
     this.capacity = capacity;
   }
@@ -117,8 +103,8 @@ export class VectorIndex {
   startGraph(): void {
     if (this.graph !== null || this.size < this.annMin) return;
     const { dims, count, capacity } = this;
-    this.graph = AnnGraph.create(dims, count, capacity, this.centre(), this.annGraph);
-
+    const centre = this.vectors.centre(count, (r) => this.ids[r] !== '');
+    this.graph = AnnGraph.create(dims, count, capacity, centre, this.annGraph);
     for (let r = 0; r < this.count; r++) if (this.ids[r] === '') this.graph.removed(r);
   }
 
@@ -133,65 +119,13 @@ export class VectorIndex {
     if (graph === null) return false;
     // Not a mutation: a snapshot records the graph's `covered` when it starts.
     const alive = (r: number) => this.ids[r] !== '';
-    return graph.step((rows) => this.unitRows(rows), this.count, alive, budgetMs);
+    const vectors = (rows: number[]) => this.vectors.unitRows(rows, this.idsOf(rows));
+    return graph.step(vectors, this.count, alive, budgetMs);
   }
 
-  /**
-   * The graph's centre: the mean of the live rows' int8 copies scaled back, over an even sample
-   * (any fixed vector keeps the scores exact; one near the rows' mean spreads them, ann-graph.ts).
-   */
-  private centre(): Float32Array {
-    const sum = new Float64Array(this.dims);
-    let rows = 0;
-    const step = Math.max(1, Math.floor(this.count / MEAN_SAMPLE));
-    for (let r = 0; r < this.count; r += step) {
-      if (this.ids[r] === '') continue;
-      rows++;
-      const q = this.int8.row(r);
-      const scale = this.scales[r] as number;
-      for (let j = 0; j < this.dims; j++) sum[j] = (sum[j] as number) + (q[j] as number) * scale;
-    }
-    return Float32Array.from(sum, (v) => (rows === 0 ? 0 : v / rows));
-  }
-
-  /**
-   * `vector` normalised into `out` (float32, as the index always rounded it); returns the
-   * largest |component| before rounding (the int8 row's scale).
-   */
-  private static unitInto(vector: ArrayLike<number>, out: Float32Array): number {
-    const dims = out.length;
-    let norm = 0;
-    for (let j = 0; j < dims; j++) norm += (vector[j] ?? 0) ** 2;
-    const inv = norm > 0 ? 1 / Math.sqrt(norm) : 0;
-    let max = 0;
-    for (let j = 0; j < dims; j++) {
-      const v = (vector[j] ?? 0) * inv;
-      out[j] = v;
-      max = Math.max(max, Math.abs(v));
-    }
-    return max;
-  }
-
-  /** The rows' normalised vectors, `dims` each: read from the source (or else their int8 copy). */
-  private unitRows(rows: readonly number[]): Float32Array {
-    const dims = this.dims;
-    const ids = rows.map((r) => this.ids[r] ?? '');
-    const stored = this.source.vectors(ids);
-    const out = new Float32Array(rows.length * dims);
-    rows.forEach((r, i) => {
-      const unit = out.subarray(i * dims, (i + 1) * dims);
-      const vector = stored.get(ids[i] ?? '');
-      if (vector !== undefined && vector.length === dims) VectorIndex.unitInto(vector, unit);
-      else this.dequantize(r, unit);
-    });
-    return out;
-  }
-
-  /** Row `r`'s int8 copy scaled back into `out` (a row the source lacks: never expected). */
-  private dequantize(r: number, out: Float32Array): void {
-    const q = this.int8.row(r);
-    const scale = this.scales[r] as number;
-    for (let j = 0; j < this.dims; j++) out[j] = (q[j] as number) * scale;
+  /** The chunk ids of rows. */
+  private idsOf(rows: readonly number[]): string[] {
+    return rows.map((r) => this.ids[r] ?? '');
   }
 
   add(rows: readonly IndexRow[]): void {
@@ -203,12 +137,7 @@ export class VectorIndex {
       const existing = this.rowOf.get(row.chunkId);
       if (existing !== undefined) this.kill(existing);
       const r = this.count++;
-      const unit = this.unit;
-      const max = VectorIndex.unitInto(row.vector, unit);
-      const q = this.int8.row(r);
-      const toInt = max > 0 ? 127 / max : 0;
-      for (let j = 0; j < dims; j++) q[j] = Math.round((unit[j] as number) * toInt);
-      this.scales[r] = max / 127;
+      this.vectors.set(r, row.vector);
       this.ids[r] = row.chunkId;
       const document = this.documents.number(row.documentId);
       this.documentOf[r] = document;
@@ -268,8 +197,7 @@ export class VectorIndex {
       if (id === '') continue;
       graph?.moved(from, to);
       if (to !== from) {
-        this.scales[to] = this.scales[from] ?? 0;
-        this.int8.copyRow(from, to);
+        this.vectors.copyRow(from, to);
         this.ids[to] = id;
         this.documentOf[to] = this.documentOf[from] ?? 0;
         this.projectOf[to] = this.projectOf[from] ?? 0;
@@ -286,36 +214,6 @@ export class VectorIndex {
     graph?.compacted((end) => liveBefore[end] as number);
     this.count = to;
     this.dead = 0;
-  }
-
-  /** The query normalised (a copy), or null for a zero vector. */
-  private normalise(vector: Float32Array): Float32Array | null {
-    if (vector.length !== this.dims) throw new RangeError('query dimensions differ');
-    let norm = 0;
-    for (let j = 0; j < this.dims; j++) norm += (vector[j] ?? 0) ** 2;
-    if (!(norm > 0)) return null;
-    const inv = 1 / Math.sqrt(norm);
-    return Float32Array.from(vector, (v) => v * inv);
-  }
-
-  /**
-   * The exact cosines of a normalised query with rows: their stored vectors read in one go and
-   * normalised as `add` normalises them (so the scores are those of a float32 copy, bit for bit).
-   */
-  private exactScores(query: Float32Array, rows: readonly number[]): Float64Array {
-    const ids = rows.map((r) => this.ids[r] ?? '');
-    const stored = this.source.vectors(ids);
-    const scores = new Float64Array(rows.length);
-    const unit = this.unit;
-    rows.forEach((r, i) => {
-      const vector = stored.get(ids[i] ?? '');
-      if (vector !== undefined && vector.length === this.dims) VectorIndex.unitInto(vector, unit);
-      else this.dequantize(r, unit);
-      let dot = 0;
-      for (let j = 0; j < this.dims; j++) dot += (query[j] as number) * (unit[j] as number);
-      scores[i] = dot;
-    });
-    return scores;
   }
 
   /** The live rows of the documents (in the project, when given: its number). */
@@ -337,7 +235,7 @@ export class VectorIndex {
    * documents), best first; `score` is the cosine similarity.
    */
   search(vector: Float32Array, filter: IndexScope, limit: number): DocumentCandidate[] {
-    const query = this.normalise(vector);
+    const query = this.vectors.normalise(vector);
     if (query === null || limit <= 0) return [];
     const documents = filter.documents;
     // The project's number; -1: any project, none known: no rows.
@@ -360,7 +258,8 @@ export class VectorIndex {
         total += this.rowsOf.get(document)?.length ?? 0;
       }
       if (total <= Math.max(SCOPE_ROWS, this.size / 16)) {
-        rows = this.int8Top(query, this.rowsOfDocuments(documents, project), candidates(limit));
+        const own = this.rowsOfDocuments(documents, project);
+        rows = this.vectors.int8Top(query, own, candidates(limit));
       }
     }
     if (
@@ -373,7 +272,7 @@ export class VectorIndex {
     }
     rows ??= this.scanTop(query, 0, candidates(limit), project, allowed);
     const list = Array.from(rows);
-    const scores = this.exactScores(query, list);
+    const scores = this.vectors.exactScores(query, list, this.idsOf(list));
     const scored = list.map((r, i) => ({ r, score: scores[i] as number }));
     scored.sort((a, b) => b.score - a.score);
     return scored.slice(0, limit).map((s) => ({
@@ -394,43 +293,11 @@ export class VectorIndex {
     project: number,
     allowed: Uint8Array | null,
   ): Int32Array {
-    const dots = this.int8.scan(this.quantized(query), this.count, from);
-    const top = new TopK(keep);
-    const scales = this.scales;
-    const ids = this.ids;
-    let floor = top.floor;
-    for (let i = 0; i < dots.length; i++) {
-      const r = from + i;
-      const score = (dots[i] as number) * (scales[r] as number);
-      if (score <= floor) continue;
-      if (ids[r] === '' || (project !== -1 && this.projectOf[r] !== project)) continue;
-      if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
-      top.push(score, r);
-      floor = top.floor;
-    }
-    return top.keptRows();
-  }
-
-  /** The query as the int8 scan takes it: integers in int16 range. */
-  private quantized(query: Float32Array): number[] {
-    let max = 0;
-    for (let j = 0; j < this.dims; j++) max = Math.max(max, Math.abs(query[j] ?? 0));
-    const toInt = this.queryMax / max;
-    return Array.from(query, (v) => Math.round(v * toInt));
-  }
-
-  /** The best `keep` of the given rows by their int8 copies (all of them when as many). */
-  private int8Top(query: Float32Array, rows: number[], keep: number): number[] | Int32Array {
-    if (rows.length <= keep) return rows;
-    const q16 = this.quantized(query);
-    const top = new TopK(keep);
-    for (const r of rows) {
-      const row = this.int8.row(r);
-      let dot = 0;
-      for (let j = 0; j < this.dims; j++) dot += (q16[j] as number) * (row[j] as number);
-      top.push(dot * (this.scales[r] as number), r);
-    }
-    return top.keptRows();
+    const { ids, projectOf, documentOf } = this;
+    return this.vectors.scanTop(query, from, this.count, keep, (r) => {
+      if (ids[r] === '' || (project !== -1 && projectOf[r] !== project)) return false;
+      return allowed === null || allowed[documentOf[r] as number] === 1;
+    });
   }
 
   /**
@@ -479,8 +346,8 @@ export class VectorIndex {
       projectOf: this.projectOf.subarray(0, n),
       documentIds: this.documents.list(),
       projectKeys: this.projects.list(),
-      scales: this.scales.subarray(0, n),
-      int8: this.int8.rows(n),
+      scales: this.vectors.scales.subarray(0, n),
+      int8: this.vectors.int8.rows(n),
       ...(this.graph === null ? {} : { graph: this.graph.state(n) }),
     };
   }
@@ -499,18 +366,16 @@ export class VectorIndex {
     const index = new VectorIndex(state.dims, source, options);
     const n = state.count;
     if (owned) {
-      index.scales = state.scales;
       index.documentOf = state.documentOf;
       index.projectOf = state.projectOf;
-      index.int8.reserve(n);
       index.capacity = n;
     } else {
       index.reserve(n);
-      index.scales.set(state.scales);
       index.documentOf.set(state.documentOf);
       index.projectOf.set(state.projectOf);
     }
-    index.int8.rows(n).set(state.int8);
+    // The int8 rows are copied into the scan's memory either way.
+    index.vectors.restore(owned ? state.scales : state.scales.slice(), state.int8, n);
     for (const id of state.documentIds) index.documents.number(id);
     for (const key of state.projectKeys) index.projects.number(key);
     index.ids = state.ids;
@@ -560,7 +425,7 @@ export class VectorIndex {
     const graph = this.graph;
     if (graph === null || graph.failed !== null || graph.covered === 0) return;
     if (filter.documents !== undefined) return;
-    const query = this.normalise(vector);
+    const query = this.vectors.normalise(vector);
     if (query !== null) graph.prefetch(query, candidates(limit));
   }
 
@@ -568,7 +433,7 @@ export class VectorIndex {
   memoryReport(): Record<string, number> {
     const rows = this.count;
     return {
-      'vector int8 + scale': this.int8.byteLength + this.scales.byteLength,
+      'vector int8 + scale': this.vectors.byteLength,
       'vector row numbers': this.documentOf.byteLength + this.projectOf.byteLength,
       'vector chunk ids + id map': rows * (STRING_BYTES + POINTER_BYTES) + this.rowOf.byteLength,
       'vector graph (estimate) + keys': this.graph?.byteLength ?? 0,
@@ -584,13 +449,13 @@ export class VectorIndex {
   /** Cosine similarity of `vector` with each given chunk that has a row. */
   similarities(vector: Float32Array, chunkIds: readonly string[]): Map<string, number> {
     const result = new Map<string, number>();
-    const query = this.normalise(vector);
+    const query = this.vectors.normalise(vector);
     const rows: number[] = [];
     for (const id of chunkIds) {
       const r = this.rowOf.get(id);
       if (r !== undefined) rows.push(r);
     }
-    const scores = query === null ? null : this.exactScores(query, rows);
+    const scores = query === null ? null : this.vectors.exactScores(query, rows, this.idsOf(rows));
     rows.forEach((r, i) => result.set(this.ids[r] ?? '', scores?.[i] ?? 0));
     return result;
   }
