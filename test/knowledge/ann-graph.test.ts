@@ -7,6 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SqliteDatabase } from '../../src/db/database.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
@@ -142,6 +144,31 @@ describe('the approximate graph of a vector index', () => {
         exactTop(rows, r.vector, 10),
       );
     }
+  });
+
+  it('loads a saved graph however the collector runs meanwhile', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const rows = clustered(1500, 15);
+    const table = new MemoryVectorTable();
+    const index = withGraph(table, 1000);
+    index.add(table.put(rows));
+    await buildAll(index);
+    const path = join(tempDir(), 'saved.graph');
+    await index.graph!.save(path);
+    const state = index.state();
+    // A second index loads it; nothing but the load's own reply holds the new graph meanwhile.
+    const restored = VectorIndex.fromState(state, table, { annMin: 1000 });
+    indexes.push(restored);
+    const loading = restored.restoreGraph(path, { ...state.graph!, covered: rows.length });
+    for (let i = 0; i < 5; i++) {
+      gc();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('lost')), 5000));
+    await Promise.race([loading, timeout]);
+    expect(restored.graph?.failed).toBeNull();
+    expect(restored.search(rows[7]!.vector, {}, 1)[0]?.chunkId).toBe('c7');
   });
 
   it('keeps deletes, new rows and compaction in step with the graph', async () => {

@@ -66,6 +66,12 @@ export interface GraphSettings {
 const orphans = new FinalizationRegistry<Worker>((worker) => {
   worker.postMessage({ op: 'close' } satisfies GraphRequest);
 });
+/**
+ * Graphs waiting for their worker (a reply, rows on their way): held here, since the worker's
+ * listeners hold a graph only weakly and a caller awaiting a reply holds it only through that
+ * reply (a cycle the collector would take, the reply then lost).
+ */
+const waiting = new Set<AnnGraph>();
 
 export class AnnGraph {
   private readonly worker: Worker;
@@ -199,7 +205,13 @@ export class AnnGraph {
         if (reply.op === 'done') resolve(reply);
         else reject(new Error(reply.message));
       });
+      waiting.add(this);
     });
+  }
+
+  /** Not held any more once nothing is awaited of the worker. */
+  private settled(): void {
+    if (this.replies.size === 0 && this.batches.length === 0) waiting.delete(this);
   }
 
   private received(reply: GraphReply): void {
@@ -215,6 +227,7 @@ export class AnnGraph {
     }
     this.replies.get(reply.id)?.(reply);
     this.replies.delete(reply.id);
+    this.settled();
   }
 
   private stopped(why: string): void {
@@ -224,6 +237,8 @@ export class AnnGraph {
     this.failed = why;
     for (const settle of this.replies.values()) settle({ op: 'failed', id: -1, message: why });
     this.replies.clear();
+    this.batches.length = 0;
+    waiting.delete(this);
   }
 
   /** Stops the worker (the index dropped its graph). */
@@ -314,6 +329,7 @@ export class AnnGraph {
       }
       const id = this.nextId++;
       this.batches.push({ id, end });
+      waiting.add(this);
       this.send({ op: 'add', id, keys, vectors: batch });
       this.version++;
       this.sent = end;
