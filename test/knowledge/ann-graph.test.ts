@@ -165,7 +165,11 @@ describe('the approximate graph of a vector index', () => {
       gc();
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('lost')), 5000));
+    const timeout = new Promise((_, reject) =>
+      setTimeout(() => {
+        reject(new Error('lost'));
+      }, 5000),
+    );
     await Promise.race([loading, timeout]);
     expect(restored.graph?.failed).toBeNull();
     expect(restored.search(rows[7]!.vector, {}, 1)[0]?.chunkId).toBe('c7');
