@@ -34,13 +34,14 @@ import { SearchChannel, type GraphReply, type GraphRequest } from './ann-channel
  * HNSW links per node and the candidate lists of a build and a search, for recall@10 ≥ 0.98
  * against the exact scan (issue 13). At 1M rows of the default model, bench:scale's text queries,
  * 132 candidates asked (`npm run bench:ann -- <1M> --text --limit 132 --lists …`, README
- * "Scale"): 16 links, 252 bytes a row, reach 0.968 with a list of 1024, 0.981 with 1536 and 0.986
- * with 2048 (~11 ms); 32 links, 380 bytes a row, 0.979 with 640 and 0.990 with 1024 (~10–12 ms),
- * 130 MB more than the 1.2 GB the server may hold at 1M. At 100k (32 links): 320 gave 0.995.
+ * "Scale"): 16 links, 252 bytes a row, reach 0.968 with a list of 1024, 0.981 with 1536, 0.986
+ * with 2048 and 0.991 with 2560 (+27 % time over 2048); 32 links, 380 bytes a row, 0.979 with 640
+ * and 0.990 with 1024 (~10–12 ms), 130 MB more than the 1.2 GB the server may hold at 1M. At 100k
+ * (32 links): 320 gave 0.995.
  */
 export const CONNECTIVITY = 16;
 const EXPANSION_ADD = 64;
-export const EXPANSION_SEARCH = 2048;
+export const EXPANSION_SEARCH = 2560;
 /** Rows sent to the worker per message while building, and at most in flight. */
 const SEND_BATCH = 256;
 const MAX_IN_FLIGHT = 1024;
