@@ -16,12 +16,11 @@
  * search add them: the same numbers, bit for bit, and the same top k (ties by row).
  */
 import { idf as idfOf, B, K1 } from '../bm25.js';
+import { END, PostingCursor } from './keyword-postings.js';
 import type { PostingLists } from './posting-lists.js';
 import type { PostingSkips, Skips } from './posting-skips.js';
 import { TopK } from './top-k.js';
 
-/** Row of a cursor past its list's end. */
-const END = 0x7fffffff;
 /**
  * Relative margin of the bound checks: the partial sums add the words in another order than the
  * exact score (a few ulps apart), so a row is passed over only when it falls short by more.
@@ -48,51 +47,18 @@ export interface MaxScoreScope {
   avgdl: number;
 }
 
-/** A position in one lexeme's list: the row it is at (END past the end) and its count. */
-class Cursor {
-  row = -1;
-  doubled = 0;
-  private p: number;
-  private readonly end: number;
+/** A position in one lexeme's list that jumps through the list's skip entries. */
+class Cursor extends PostingCursor {
   private entry = 0;
 
   constructor(
-    private readonly bytes: Uint8Array,
+    bytes: Uint8Array,
     private readonly start: number,
     used: number,
     private readonly skips: Skips | null,
   ) {
-    this.p = start;
-    this.end = start + used;
+    super(bytes, start, start + used);
     this.next();
-  }
-
-  /** Moves to the next posting. */
-  next(): void {
-    const bytes = this.bytes;
-    let p = this.p;
-    if (p >= this.end) {
-      this.row = END;
-      return;
-    }
-    let b = bytes[p++] as number;
-    let v = b & 0x7f;
-    for (let shift = 7; b >= 0x80; shift += 7) {
-      b = bytes[p++] as number;
-      v |= (b & 0x7f) << shift;
-    }
-    this.row += v >>> 1;
-    let doubled = 2;
-    if ((v & 1) === 0) {
-      b = bytes[p++] as number;
-      doubled = b & 0x7f;
-      for (let shift = 7; b >= 0x80; shift += 7) {
-        b = bytes[p++] as number;
-        doubled |= (b & 0x7f) << shift;
-      }
-    }
-    this.doubled = doubled;
-    this.p = p;
   }
 
   /** Moves to the first posting at or after `target`, jumping through the skip entries. */
@@ -109,8 +75,8 @@ class Cursor {
       }
       this.entry = lo;
       const at = this.start + (skips.offsets[lo] as number);
-      if (at > this.p) {
-        this.p = at;
+      if (at > this.at) {
+        this.at = at;
         this.row = skips.before[lo] as number;
         this.next();
       }

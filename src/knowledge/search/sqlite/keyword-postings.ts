@@ -7,9 +7,10 @@
  * takes one byte instead of the six an Int32 row and a Uint16 count took.
  *
  * Rows ascend within a list (they are added in row order, and compaction keeps the order), so
- * gaps are ≥ 1. The search loops in keyword-index.ts decode inline (a call per posting costs
- * more than the decoding); `forEachPosting` is their reference, property-tested against
- * `encodePostings` through `decodePostings`, and what compaction uses.
+ * gaps are ≥ 1. The term-at-a-time loops in keyword-index.ts decode inline (a call per posting
+ * costs more than the decoding); `forEachPosting` is their reference, property-tested against
+ * `encodePostings` through `decodePostings`, and what compaction uses. `PostingCursor` walks a
+ * list a posting at a time (the document-at-a-time search, skip entries).
  *
  * Not a library: npm's `varint` decodes one number per call with its length in a module-level
  * property, and has no place for the flag; the loops here are a few lines each.
@@ -67,25 +68,11 @@ export function forEachPosting(
   length: number,
   visit: (row: number, doubled: number) => void,
 ): void {
-  let row = -1;
-  for (let p = 0; p < length;) {
-    let b = bytes[p++] as number;
-    let v = b & 0x7f;
-    for (let shift = 7; b >= 0x80; shift += 7) {
-      b = bytes[p++] as number;
-      v |= (b & 0x7f) << shift;
-    }
-    row += v >>> 1;
-    let c = 2;
-    if ((v & 1) === 0) {
-      b = bytes[p++] as number;
-      c = b & 0x7f;
-      for (let shift = 7; b >= 0x80; shift += 7) {
-        b = bytes[p++] as number;
-        c |= (b & 0x7f) << shift;
-      }
-    }
-    visit(row, c);
+  const cursor = new PostingCursor(bytes, 0, length);
+  for (;;) {
+    cursor.next();
+    if (cursor.row === END) return;
+    visit(cursor.row, cursor.doubled);
   }
 }
 
@@ -101,4 +88,52 @@ export function decodePostings(
     counts.push(doubled);
   });
   return { rows, counts };
+}
+
+/** Row of a cursor past its list's end. */
+export const END = 0x7fffffff;
+
+/**
+ * A position in a list: the posting it is at (`row`, END past the end, and its `doubled` count)
+ * and the byte after that posting (`at`), up to `end`.
+ */
+export class PostingCursor {
+  doubled = 0;
+
+  constructor(
+    readonly bytes: Uint8Array,
+    /** The byte the next posting starts at. */
+    public at: number,
+    readonly end: number,
+    /** The row of the posting before `at` (-1 at a list's start). */
+    public row = -1,
+  ) {}
+
+  /** Moves to the next posting. */
+  next(): void {
+    const bytes = this.bytes;
+    let p = this.at;
+    if (p >= this.end) {
+      this.row = END;
+      return;
+    }
+    let b = bytes[p++] as number;
+    let v = b & 0x7f;
+    for (let shift = 7; b >= 0x80; shift += 7) {
+      b = bytes[p++] as number;
+      v |= (b & 0x7f) << shift;
+    }
+    this.row += v >>> 1;
+    let doubled = 2;
+    if ((v & 1) === 0) {
+      b = bytes[p++] as number;
+      doubled = b & 0x7f;
+      for (let shift = 7; b >= 0x80; shift += 7) {
+        b = bytes[p++] as number;
+        doubled |= (b & 0x7f) << shift;
+      }
+    }
+    this.doubled = doubled;
+    this.at = p;
+  }
 }

@@ -10,6 +10,7 @@
  * true and are extended over the new bytes at the next look-up; compaction re-encodes every list,
  * and the entries are dropped (`clear`). A short list is decoded from its start.
  */
+import { PostingCursor } from './keyword-postings.js';
 import type { PostingLists } from './posting-lists.js';
 
 /** Postings between two skip entries. */
@@ -76,45 +77,27 @@ export class PostingSkips {
       this.skips.set(id, skips);
     }
     if (skips.covered === used) return skips;
-    const bytes = lists.bytes;
     const start = lists.start[id] as number;
-    let p = start + skips.covered;
-    const end = start + used;
-    let r = skips.last;
+    const cursor = new PostingCursor(lists.bytes, start + skips.covered, start + used, skips.last);
     let maxDoubled = skips.maxDoubled;
     let minLength = skips.minLength;
-    while (p < end) {
+    while (cursor.at < cursor.end) {
       if (skips.since === this.every) {
         skips.since = 0;
         if (skips.entries === skips.offsets.length) this.grow(skips);
-        skips.offsets[skips.entries] = p - start;
-        skips.before[skips.entries] = r;
+        skips.offsets[skips.entries] = cursor.at - start;
+        skips.before[skips.entries] = cursor.row;
         skips.entries++;
       }
-      let b = bytes[p++] as number;
-      let v = b & 0x7f;
-      for (let shift = 7; b >= 0x80; shift += 7) {
-        b = bytes[p++] as number;
-        v |= (b & 0x7f) << shift;
-      }
-      r += v >>> 1;
-      let doubled = 2;
-      if ((v & 1) === 0) {
-        b = bytes[p++] as number;
-        doubled = b & 0x7f;
-        for (let shift = 7; b >= 0x80; shift += 7) {
-          b = bytes[p++] as number;
-          doubled |= (b & 0x7f) << shift;
-        }
-      }
-      maxDoubled = Math.max(maxDoubled, doubled);
-      minLength = Math.min(minLength, lengths[r] as number);
+      cursor.next();
+      maxDoubled = Math.max(maxDoubled, cursor.doubled);
+      minLength = Math.min(minLength, lengths[cursor.row] as number);
       skips.since++;
     }
     skips.maxDoubled = maxDoubled;
     skips.minLength = minLength;
     skips.covered = used;
-    skips.last = r;
+    skips.last = cursor.row;
     return skips;
   }
 
