@@ -185,8 +185,12 @@ setTimeout(() => {
     // Wait until a server process has started the converter, and kill that process.
     const runs = join(work, 'runs.log');
     const until = Date.now() + 20_000;
-    while (!existsSync(runs) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    const firstPid = Number(readFileSync(runs, 'utf8').trim().split('\n')[0]);
+    // A whole line: the file exists a moment before the converter has written its pid.
+    const logged = () => (existsSync(runs) ? readFileSync(runs, 'utf8') : '');
+    while (!logged().includes('\n') && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const firstPid = Number(logged().trim().split('\n')[0]);
     const victim = [a, b].find((i) => i.child.pid === firstPid);
     expect(victim).toBeDefined();
     const survivor = victim === a ? b : a;
