@@ -9,7 +9,7 @@
  */
 
 /** Keys an answer holds at most (a search asks for fewer). */
-export const MAX_KEYS = 16_384;
+const MAX_KEYS = 16_384;
 
 /** Int32 slots of the buffer's head: the request's number, the answer's, k, the keys found. */
 const REQUEST = 0;

@@ -7,7 +7,8 @@
  * while the main thread ranks the query's keywords. The store asks for the graph's candidates
  * first (`prefetch`); the vector search then takes them, waiting (Atomics.wait on a shared
  * buffer, ann-channel.ts) only for what the graph takes beyond the keyword ranking. Adds and
- * removes are messages, handled in order, so a search sees every change sent before it. A graph
+ * removes are messages, handled in order (the removes of a delete go as one, ahead of the next
+ * message), so a search sees every change made before it. A graph
  * whose worker does not answer in time (or failed) leaves its searches to the exact scan.
  *
  * Graph keys are stable numbers given to rows as they are added (rows move when the index
@@ -39,9 +40,9 @@ import { SearchChannel, type GraphReply, type GraphRequest } from './ann-channel
  * and 0.990 with 1024 (~10–12 ms), 130 MB more than the 1.2 GB the server may hold at 1M. At 100k
  * (32 links): 320 gave 0.995.
  */
-export const CONNECTIVITY = 16;
+const CONNECTIVITY = 16;
 const EXPANSION_ADD = 64;
-export const EXPANSION_SEARCH = 2560;
+const EXPANSION_SEARCH = 2560;
 /** Rows sent to the worker per message while building, and at most in flight. */
 const SEND_BATCH = 256;
 const MAX_IN_FLIGHT = 1024;
@@ -89,6 +90,8 @@ export class AnnGraph {
   private sent: number;
   /** The rows each batch on its way ends at, oldest first. */
   private readonly batches: { id: number; end: number }[] = [];
+  /** Keys of rows deleted since the last message: sent as one `remove` ahead of the next. */
+  private removals: number[] = [];
   /** Nodes in the graph, as of what was sent (for a scope's count). */
   size = 0;
   /** Why the worker stopped, once it did: the graph is then not used. */
@@ -192,7 +195,12 @@ export class AnnGraph {
   }
 
   private send(request: GraphRequest): void {
-    if (this.failed === null) this.worker.postMessage(request);
+    if (this.failed !== null) return;
+    if (this.removals.length > 0) {
+      this.worker.postMessage({ op: 'remove', keys: Int32Array.from(this.removals) });
+      this.removals = [];
+    }
+    this.worker.postMessage(request);
   }
 
   /** The reply to request `id`: resolved when done, rejected when it or the worker failed. */
@@ -278,7 +286,7 @@ export class AnnGraph {
     if (key < 0) return;
     this.rowOf[key] = -1;
     if (r < this.sent) {
-      this.send({ op: 'remove', keys: Int32Array.of(key) });
+      this.removals.push(key);
       this.size--;
       this.version++;
     }
@@ -337,11 +345,6 @@ export class AnnGraph {
       this.size += rows.length;
     }
     return this.failed === null && this.covered < count;
-  }
-
-  /** Whether rows were sent that the worker has not added yet. */
-  get sending(): boolean {
-    return this.batches.length > 0;
   }
 
   /** Asks the graph now for the `k` nearest to a normalised query (`search` takes the answer). */

@@ -160,19 +160,21 @@ export class SqliteChunkStore implements ChunkStore {
         const { text, vector, model, limit } = request;
         const filter = this.scope(request.filter);
         const empty = filter.documents?.size === 0;
-        // A vector graph looks for its candidates (in its worker) while the keywords are ranked.
-        if (vector !== null && !empty)
-          this.vectorIndexOf(vector, model)?.prefetch(vector, filter, limit + 32);
+        // The vector copy, current as of this snapshot; a graph of it looks for its candidates
+        // (in its worker) while the keywords are ranked.
+        const vectors = vector === null || empty ? null : this.vectorIndexOf(vector, model);
+        if (vector !== null) vectors?.prefetch(vector, filter, limit + 32);
         const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
         const keywordMax = text === null ? 0 : this.keywordMax(text);
         const semantic =
-          vector === null || empty ? [] : this.vectorSearch(vector, model, filter, limit);
+          vector === null || vectors === null
+            ? []
+            : this.vectorSearch(vectors, vector, filter, limit);
         const cosine =
-          vector === null
+          vector === null || vectors === null || keyword.length === 0
             ? new Map<string, number>()
-            : this.similarities(
+            : vectors.similarities(
                 vector,
-                model,
                 keyword.map((k) => k.chunkId),
               );
         const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
@@ -291,13 +293,11 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   private vectorSearch(
+    index: VectorIndex,
     vector: Float32Array,
-    model: string,
     filter: IndexScope,
     limit: number,
   ): Candidate[] {
-    const index = this.vectorIndexOf(vector, model);
-    if (index === null) return [];
     // Exact KNN in process; the scope filters apply before ranking, the status check after it
     // only drops chunks of failed re-indexes.
     // Deeper while that left fewer than `limit` (a run's staged rows are in the copy too).
@@ -308,16 +308,6 @@ export class SqliteChunkStore implements ChunkStore {
         return kept.slice(0, limit).map((n) => ({ chunkId: n.chunkId, score: n.score }));
       }
     }
-  }
-
-  private similarities(
-    vector: Float32Array,
-    model: string,
-    chunkIds: string[],
-  ): Map<string, number> {
-    const table = this.tables.find(model, vector.length);
-    if (table === null || chunkIds.length === 0) return new Map<string, number>();
-    return this.indexes.vectorIndex(table, vector.length).similarities(vector, chunkIds);
   }
 
   async listChunks(documentId: string): Promise<ChunkRow[]> {

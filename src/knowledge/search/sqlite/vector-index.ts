@@ -32,7 +32,7 @@ import { VectorRows } from './vector-rows.js';
  * the int8 top 150 held 0.9999 of the exact top 132 and the top 165 all of them (the top 10: from
  * the int8 top 132 on). A quarter more, and 16, for margin.
  */
-export function candidates(limit: number): number {
+function candidates(limit: number): number {
   return Math.max(Math.ceil(limit * 1.25) + 16, 64);
 }
 /** A document scope of at most this many rows (or a 16th of the index) is ranked row by row. */
