@@ -18,16 +18,20 @@ import {
 } from 'fastify';
 import type { FastifyChildLoggerFactory } from 'fastify/types/logger.js';
 import { levels, type Bindings, type ChildLoggerOptions } from 'pino';
+import { lineWriter, type RequestLineWriter } from './request-line.js';
 
 const INFO = levels.values.info ?? 30;
 
 export class RequestLog extends LogController {
   /** The root logger without redaction: for the request line, which holds no secret. */
   private readonly lines: FastifyBaseLogger;
+  /** The line formatted in one pass (request-line.ts), when the logger is plain pino. */
+  private readonly fast: RequestLineWriter | undefined;
 
   constructor(root: FastifyBaseLogger) {
     super();
     this.lines = root.child({}, { redact: [] });
+    this.fast = lineWriter(this.lines);
   }
 
   override incomingRequest(request: FastifyRequest): void {
@@ -49,6 +53,20 @@ export class RequestLog extends LogController {
     }
     const level = levels.values[request.log.level]; // undefined: 'silent'
     if (level === undefined || level > INFO) return;
+    if (this.fast !== undefined) {
+      this.fast({
+        reqId: request.id,
+        method: request.method,
+        url: request.url,
+        version: versionOf(request),
+        host: request.host,
+        remoteAddress: request.ip,
+        remotePort: request.socket.remotePort,
+        statusCode: reply.statusCode,
+        responseTime: reply.elapsedTime,
+      });
+      return;
+    }
     // The fields of Fastify's req and res serializers, and the reqId its request logger binds.
     this.lines.info(
       {
@@ -56,7 +74,7 @@ export class RequestLog extends LogController {
         req: {
           method: request.method,
           url: request.url,
-          version: request.headers['accept-version'],
+          version: versionOf(request),
           host: request.host,
           remoteAddress: request.ip,
           remotePort: request.socket.remotePort,
@@ -67,6 +85,12 @@ export class RequestLog extends LogController {
       'request completed',
     );
   }
+}
+
+/** The `accept-version` header, as Fastify's req serializer reports it. */
+function versionOf(request: FastifyRequest): string | undefined {
+  const version = request.headers['accept-version'];
+  return typeof version === 'string' ? version : undefined;
 }
 
 /** Whether a line of `method`'s level is written at `level` (pino's numbers; silent writes none). */

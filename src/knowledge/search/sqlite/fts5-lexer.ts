@@ -14,6 +14,7 @@
  */
 import Database from 'better-sqlite3';
 import { stemmer } from 'stemmer';
+import { LexemeTable } from './lexeme-table.js';
 
 /** The tokenizer of `knowledge_chunks_fts` (migration 0002). */
 export const FTS5_TOKENIZE = 'porter unicode61 remove_diacritics 2';
@@ -108,8 +109,7 @@ export class Fts5Lexer {
   private readonly read: Database.Statement;
   private readonly clear: Database.Statement;
   /** Lexeme → id, and back. Grows with the vocabulary seen (as FTS5's own term dictionary). */
-  private readonly ids = new Map<string, number>();
-  private readonly lexemeList: string[] = [];
+  private readonly vocabulary = new LexemeTable();
   /** Lower-cased ASCII word → lexeme id. */
   private readonly words = new WordTable();
   /** Scratch output of scan(). */
@@ -136,27 +136,26 @@ export class Fts5Lexer {
 
   /** Lexemes known so far: every id is below this. */
   get size(): number {
-    return this.lexemeList.length;
+    return this.vocabulary.size;
   }
 
   /** The id of a lexeme, or -1 if no text tokenized so far had it. */
   idOf(lexeme: string): number {
-    return this.ids.get(lexeme) ?? -1;
+    return this.vocabulary.idOf(lexeme);
   }
 
   lexeme(id: number): string {
-    return this.lexemeList[id] ?? '';
+    return this.vocabulary.lexeme(id);
   }
 
   /** The id of a lexeme, given one when it has none (a snapshot's vocabulary is mapped so). */
   intern(lexeme: string): number {
-    let id = this.ids.get(lexeme);
-    if (id === undefined) {
-      id = this.lexemeList.length;
-      this.ids.set(lexeme, id);
-      this.lexemeList.push(lexeme);
-    }
-    return id;
+    return this.vocabulary.intern(lexeme);
+  }
+
+  /** Bytes the vocabulary holds. */
+  get byteLength(): number {
+    return this.vocabulary.byteLength;
   }
 
   /** The lexeme id of text[start, end), an ASCII word without `yy`, `hash` its wordHash. */

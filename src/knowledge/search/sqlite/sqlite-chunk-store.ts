@@ -125,8 +125,10 @@ export class SqliteChunkStore implements ChunkStore {
     const add = (part: Record<string, number>) => {
       for (const [name, bytes] of Object.entries(part)) report[name] = (report[name] ?? 0) + bytes;
     };
-    if (this.indexes.keyword !== undefined)
+    if (this.indexes.keyword !== undefined) {
       add(this.indexes.keyword.index.memoryReport(STRING_BYTES));
+      add({ 'keyword vocabulary': sharedLexer().byteLength });
+    }
     for (const { index } of this.indexes.vectors.values()) add(index.memoryReport());
     return report;
   }
