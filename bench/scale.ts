@@ -4,6 +4,7 @@
  *   npm run bench:scale -- [--chunks 100000] [--per-document 1000] [--queries 200]
  *                          [--recall-queries 50] [--cli dist/cli.js] [--before-cli PATH]
  *                          [--dir DIR] [--keep] [--seed 42] [--server-env NAME=VALUE …]
+ *                          [--restarts N]
  *
  * 1. Fill: `--chunks` synthetic ~1,000-character chunks (bench/retrieval/synthetic.ts) in
  *    documents of `--per-document`, through the store's own commit (bench/scale/fill.ts), in a
@@ -17,6 +18,11 @@
  *    p50 / p95 per mode, recall@10 of the semantic mode against an exact float32 scan.
  * 3. Bytes per chunk of each in-process structure, from this build's indexes loaded in this
  *    process (`SqliteChunkStore.memoryReport`).
+ *
+ * `--restarts N` (with a `--dir` whose snapshots and graph a run left): no first start; each build
+ * restarts N times on them, the builds alternating, and each restart is measured (listening, ready,
+ * RSS when ready and after the queries, p50 / p95 per mode, recall): the same figures in minutes
+ * instead of a first start and a graph build per build (~25 min each at 1M chunks).
  *
  * `--server-env` sets a variable of the measured servers (e.g. SEARCH_ANN_MIN_VECTORS=50000 to
  * measure the approximate vector graph below its default threshold).
@@ -50,6 +56,7 @@ const { values } = parseArgs({
     keep: { type: 'boolean', default: false },
     seed: { type: 'string', default: '42' },
     'server-env': { type: 'string', multiple: true, default: [] },
+    restarts: { type: 'string' },
   },
 });
 
@@ -155,6 +162,62 @@ interface Run {
 }
 const runs: Run[] = [];
 
+/** `--queries` queries per mode: p50 / p95, and the semantic mode's recall against the exact scan. */
+async function queryAll(
+  label: string,
+  base: string,
+): Promise<{ latency: Map<Mode, { p50: number; p95: number }>; recall: number }> {
+  const latency = new Map<Mode, { p50: number; p95: number }>();
+  let recalled = 0;
+  for (const mode of MODES) {
+    for (const q of queries.slice(0, 5)) await retrieve(base, q, mode); // warm-up
+    const times: number[] = [];
+    for (const [i, q] of queries.entries()) {
+      const [items, elapsed] = await retrieve(base, q, mode);
+      times.push(elapsed);
+      const want = mode === 'semantic' ? exactTop[i] : undefined;
+      if (want !== undefined) recalled += items.filter((h) => want.includes(h.id)).length;
+    }
+    const l = latencySummary(times);
+    latency.set(mode, { p50: l.p50, p95: l.p95 });
+    log(`${label}: ${mode} p50 ${ms(l.p50)} / p95 ${ms(l.p95)} ms`);
+  }
+  return { latency, recall: recalled / (10 * Math.max(1, exactTop.length)) };
+}
+
+const NOT_MEASURED = { listenS: Number.NaN, readyS: Number.NaN, graphS: Number.NaN };
+
+/** A restart on the snapshots there are, measured with its queries (`--restarts`). */
+async function measureRestart(label: string, cli: string): Promise<void> {
+  log(`${label}: restart`);
+  const again = await startTimed(cli, env, 1800);
+  const rssRestart = rssOf(again.child.pid!);
+  const [, firstQueryMs] = await retrieve(again.base, queries[0]!, 'hybrid');
+  const { latency, recall } = await queryAll(label, again.base);
+  const rssRestartQueries = rssOf(again.child.pid!);
+  await stop(again.child);
+  log(`${label}: listening after ${s(again.listenS)}, ready after ${s(again.readyS)}`);
+  runs.push({
+    label,
+    cold: NOT_MEASURED,
+    restart: { listenS: again.listenS, readyS: again.readyS, firstQueryMs },
+    rssRest: Number.NaN,
+    rssQueries: Number.NaN,
+    rssRestart,
+    rssRestartQueries,
+    latency,
+    snapshotBytes: snapshotsBytes(),
+    recall,
+  });
+}
+
+/** Bytes of the snapshot files (and graph) in the data directory. */
+function snapshotsBytes(): number {
+  const snapshots = join(dir, 'search-snapshots');
+  if (!existsSync(snapshots)) return 0;
+  return readdirSync(snapshots).reduce((sum, n) => sum + statSync(join(snapshots, n)).size, 0);
+}
+
 async function measure(label: string, cli: string): Promise<void> {
   rmSync(join(dir, 'search-snapshots'), { recursive: true, force: true });
   log(`${label}: first start`);
@@ -173,21 +236,7 @@ async function measure(label: string, cli: string): Promise<void> {
   if (graphSaved()) log(`${label}: graph saved after ${s(graphS)}`);
   await new Promise((r) => setTimeout(r, 2000));
   const rssRest = rssOf(first.child.pid!);
-  const latency = new Map<Mode, { p50: number; p95: number }>();
-  let recalled = 0;
-  for (const mode of MODES) {
-    for (const q of queries.slice(0, 5)) await retrieve(first.base, q, mode); // warm-up
-    const times: number[] = [];
-    for (const [i, q] of queries.entries()) {
-      const [items, elapsed] = await retrieve(first.base, q, mode);
-      times.push(elapsed);
-      const want = mode === 'semantic' ? exactTop[i] : undefined;
-      if (want !== undefined) recalled += items.filter((h) => want.includes(h.id)).length;
-    }
-    const l = latencySummary(times);
-    latency.set(mode, { p50: l.p50, p95: l.p95 });
-    log(`${label}: ${mode} p50 ${ms(l.p50)} / p95 ${ms(l.p95)} ms`);
-  }
+  const { latency, recall } = await queryAll(label, first.base);
   const rssQueries = rssOf(first.child.pid!);
   // A build that keeps snapshots writes them after a build from the tables: wait for them.
   const saved = () =>
@@ -196,9 +245,7 @@ async function measure(label: string, cli: string): Promise<void> {
   for (let i = 0; i < 600 && label !== 'before' && !saved(); i++) {
     await new Promise((r) => setTimeout(r, 500));
   }
-  const snapshotBytes = saved()
-    ? readdirSync(snapshots).reduce((sum, n) => sum + statSync(join(snapshots, n)).size, 0)
-    : 0;
+  const snapshotBytes = saved() ? snapshotsBytes() : 0;
   await stop(first.child);
   log(`${label}: restart`);
   const again = await startTimed(cli, env, 1800);
@@ -218,13 +265,19 @@ async function measure(label: string, cli: string): Promise<void> {
     rssRestartQueries,
     latency,
     snapshotBytes,
-    recall: recalled / (10 * Math.max(1, exactTop.length)),
+    recall,
   });
 }
 
 try {
-  if (values['before-cli'] !== undefined) await measure('before', values['before-cli']);
-  await measure(values['before-cli'] === undefined ? 'this build' : 'after', values.cli);
+  const builds: [string, string][] = [];
+  if (values['before-cli'] !== undefined) builds.push(['before', values['before-cli']]);
+  builds.push([values['before-cli'] === undefined ? 'this build' : 'after', values.cli]);
+  const restarts = values.restarts === undefined ? 0 : Number(values.restarts);
+  for (let round = 1; round <= restarts; round++) {
+    for (const [label, cli] of builds) await measureRestart(`${label} (${round})`, cli);
+  }
+  if (restarts === 0) for (const [label, cli] of builds) await measure(label, cli);
 
   // Bytes per chunk of each structure: this build's indexes, loaded in this process as its
   // server loads them (from the snapshots it left, with its vector graph when it has one).
@@ -257,16 +310,18 @@ console.log(`\n| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|
 const row = (name: string, f: (r: Run) => string) => {
   console.log(`| ${name} | ${runs.map(f).join(' | ')} |`);
 };
-row('first start → listening', (r) => s(r.cold.listenS));
-row('first start → ready (indexes loaded)', (r) => s(r.cold.readyS));
+const time = (x: number) => (Number.isNaN(x) ? '–' : s(x));
+const megabytes = (x: number) => (Number.isNaN(x) ? '–' : mb(x));
+row('first start → listening', (r) => time(r.cold.listenS));
+row('first start → ready (indexes loaded)', (r) => time(r.cold.readyS));
 row('first start → vector graph built and saved', (r) =>
-  r.label === 'before' ? '–' : s(r.cold.graphS),
+  r.label === 'before' ? '–' : time(r.cold.graphS),
 );
 row('restart → listening', (r) => s(r.restart.listenS));
 row('restart → ready', (r) => s(r.restart.readyS));
 row('first hybrid query after ready', (r) => `${ms(r.restart.firstQueryMs)} ms`);
-row('RSS at rest', (r) => mb(r.rssRest));
-row(`RSS after ${3 * queryCount} queries`, (r) => mb(r.rssQueries));
+row('RSS at rest', (r) => megabytes(r.rssRest));
+row(`RSS after ${3 * queryCount} queries`, (r) => megabytes(r.rssQueries));
 row('restart: RSS when ready (indexes from the snapshots)', (r) => mb(r.rssRestart));
 row(`restart: RSS after ${3 * queryCount} queries`, (r) => mb(r.rssRestartQueries));
 for (const mode of MODES) {

@@ -19,7 +19,9 @@ import {
   readSnapshot,
   writeSnapshot,
   type Section,
+  type Snapshot,
 } from '../../src/knowledge/search/sqlite/snapshot-file.js';
+import { ChunkIds } from '../../src/knowledge/search/sqlite/chunk-ids.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
 import { insertIndexingDocument } from './helpers.js';
@@ -66,6 +68,19 @@ function storeOf(entry: { database: SqliteDatabase; stores: SqliteChunkStore[] }
   const store = new SqliteChunkStore(entry.database.native, { snapshots });
   entry.stores.push(store);
   return store;
+}
+
+/** The chunk ids a vector snapshot holds (packed, chunk-ids.ts), in row order. */
+function snapshotIds(snapshot: Snapshot): string[] {
+  const kinds = snapshot.arrays.get('idsKinds') as Uint8Array;
+  const rows = snapshot.arrays.get('idsOtherRows') as Int32Array;
+  const others = snapshot.strings.get('idsOthers') ?? [];
+  const ids = ChunkIds.fromPacked(
+    snapshot.arrays.get('idsBytes') as Uint8Array,
+    kinds,
+    others.map((id, i) => [rows[i] ?? -1, id]),
+  );
+  return ids.list(kinds.length);
 }
 
 /** Adds a document of `n` chunks through the store's own commit. */
@@ -144,14 +159,41 @@ describe('search index snapshots (SQLite)', () => {
     const restored = storeOf(entry, logs);
     expect(await restored.warm(MODEL)).toBe(20 + 30 + 40 + 50 + 15);
     expect(logs.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
-    // The keyword copy holds the vector copy's chunk id strings, not its own.
-    expect(restored.memoryReport()['keyword chunk ids']).toBe(0);
     const fresh = storeOf(entry);
     await fresh.warm(MODEL);
-    expect(fresh.memoryReport()['keyword chunk ids']).toBe(0);
     const expected = await evidence(fresh);
     expect(await evidence(restored)).toEqual(expected);
     expect(await evidence(writer)).toEqual(expected);
+  });
+
+  it('vector rows keep their table rowids (commit, snapshot, tables); a table renumbered behind the stores changes no answer', async () => {
+    const { dir, entry, writer } = await saved();
+    const native = entry.database.native;
+    const table = native
+      .prepare('select table_name from knowledge_vector_tables')
+      .pluck()
+      .get() as string;
+    const name = readdirSync(join(dir, 'search-snapshots')).find(
+      (f) => f.endsWith('.snapshot') && !f.includes('.keyword.'),
+    );
+    const snapshot = await readSnapshot(join(dir, 'search-snapshots', name ?? ''));
+    const ids = snapshotIds(snapshot);
+    const rowids = snapshot.arrays.get('rowids');
+    const actual = new Map(
+      native.prepare(`select chunk_id, rowid from ${table}`).raw().all() as [string, number][],
+    );
+    expect(ids.length).toBeGreaterThan(0);
+    expect(Array.from(rowids ?? [], Number)).toEqual(ids.map((id) => actual.get(id)));
+    const restored = storeOf(entry, []);
+    await restored.warm(MODEL);
+    const fresh = storeOf(entry);
+    await fresh.warm(MODEL);
+    const expected = await evidence(fresh);
+    // Every rowid the stores know now names another chunk's row (reversed, as a VACUUM may
+    // renumber a table): the rows are read by chunk id instead, and nothing changes.
+    native.exec(`update ${table} set rowid = rowid + 1000000`);
+    native.exec(`update ${table} set rowid = ${actual.size + 1 + 1_000_000} - rowid`);
+    for (const store of [writer, restored, fresh]) expect(await evidence(store)).toEqual(expected);
   });
 
   it('a corrupt snapshot is rebuilt from the tables, never trusted', async () => {
@@ -211,10 +253,15 @@ describe('search index snapshots (SQLite)', () => {
     const before = await readSnapshot(path);
     expect(before.arrays.has('floats')).toBe(false);
     const count = before.meta.count as number;
-    // The same snapshot as a build with the float32 copy in memory wrote it.
+    // The same snapshot as a build with the float32 copy in memory wrote it: the chunk ids as
+    // one list of strings, no table rowids (those rows are read by chunk id until found).
     const sections = new Map<string, Section>();
-    for (const [key, list] of before.strings) sections.set(key, { type: 'strings', list });
+    for (const [key, list] of before.strings) {
+      if (!key.startsWith('ids')) sections.set(key, { type: 'strings', list });
+    }
+    sections.set('ids', { type: 'strings', list: snapshotIds(before) });
     for (const [key, array] of before.arrays) {
+      if (key === 'rowids' || key.startsWith('ids')) continue;
       const type =
         array instanceof Float32Array ? 'f32' : array instanceof Int8Array ? 'i8' : 'i32';
       sections.set(key, { type, parts: [array] });
@@ -229,6 +276,27 @@ describe('search index snapshots (SQLite)', () => {
     const fresh = storeOf(entry);
     await fresh.warm(MODEL);
     expect(await evidence(restored)).toEqual(await evidence(fresh));
+    // The rows' rowids are found in the background, and the next snapshot has them.
+    let after = await readSnapshot(path);
+    for (let i = 0; i < 100 && !after.arrays.has('rowids'); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      await restored.saveIndexes();
+      after = await readSnapshot(path);
+    }
+    const table = entry.database.native
+      .prepare('select table_name from knowledge_vector_tables')
+      .pluck()
+      .get() as string;
+    const actual = new Map(
+      entry.database.native.prepare(`select chunk_id, rowid from ${table}`).raw().all() as [
+        string,
+        number,
+      ][],
+    );
+    const ids = snapshotIds(after);
+    expect(Array.from(after.arrays.get('rowids') ?? [], Number)).toEqual(
+      ids.map((id) => actual.get(id)),
+    );
   });
 
   it('a keyword snapshot without the live counts of its lists (an earlier build) counts them', async () => {

@@ -401,7 +401,7 @@ describe('pruned keyword search (MaxScore)', () => {
             }
           }
         }
-        skipped += pruned.memoryReport(0)['keyword skip entries'] ?? 0;
+        skipped += pruned.memoryReport()['keyword skip entries'] ?? 0;
       }),
       { numRuns: 80 },
     );
@@ -441,12 +441,12 @@ describe('pruned keyword search (MaxScore)', () => {
       add(corpus, d);
       same();
     });
-    const before = pruned.memoryReport(0)['keyword skip entries'] ?? 0;
+    const before = pruned.memoryReport()['keyword skip entries'] ?? 0;
     expect(before).toBeGreaterThan(0);
     // Most documents deleted: the lists are compacted (re-encoded), their entries dropped.
     for (let d = 0; d < more.length - 2; d++)
       for (const i of [every, pruned]) i.deleteDocument(`x${d}`);
-    expect(pruned.memoryReport(0)['keyword skip entries']).toBeLessThan(before);
+    expect(pruned.memoryReport()['keyword skip entries']).toBeLessThan(before);
     same();
   });
 });

@@ -284,13 +284,13 @@ describe('postings of an index that changes', () => {
         ],
       }));
     for (let d = 0; d < 8; d++) index.add(rows(d, 600));
-    const before = index.memoryReport(0)['keyword postings'] ?? 0;
+    const before = index.memoryReport()['keyword postings'] ?? 0;
     for (const d of [1, 3, 5]) index.deleteDocument(`d${d}`);
     const state = index.state();
     // Compacted: no dead row is left, and the lists shrank.
     expect(state.count).toBe(5 * 600);
     expect([...state.alive].every((a) => a === 1)).toBe(true);
-    expect(index.memoryReport(0)['keyword postings']).toBeLessThan(before);
+    expect(index.memoryReport()['keyword postings']).toBeLessThan(before);
     const fresh = new KeywordIndex();
     for (const d of [0, 2, 4, 6, 7]) fresh.add(rows(d, 600));
     const query = [[ids[3] ?? 0], [ids[5] ?? 0]];

@@ -4,6 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { idHash } from '../../src/knowledge/search/sqlite/chunk-ids.js';
 import { IdTable } from '../../src/knowledge/search/sqlite/id-table.js';
 
 type Op = { kind: 'add' | 'delete' | 'get'; key: number } | { kind: 'clear' };
@@ -23,7 +24,10 @@ describe('IdTable', () => {
       fc.property(fc.array(op, { maxLength: 4000 }), (ops) => {
         // Rows hold ids as an index's rows do: a row's id is fixed once it is added.
         const ids: string[] = [];
-        const table = new IdTable((row) => ids[row] ?? '');
+        const table = new IdTable({
+          equals: (row, id) => ids[row] === id,
+          hashAt: (row) => idHash(ids[row] ?? ''),
+        });
         const map = new Map<string, number>();
         for (const o of ops) {
           if (o.kind === 'clear') {

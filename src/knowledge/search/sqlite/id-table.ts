@@ -1,18 +1,24 @@
 /**
  * Chunk id → row of a vector index (vector-index.ts): open addressing in one Int32Array of rows,
- * the ids themselves being the index's own strings (`idOf(row)`), so an entry costs 4–8 bytes
- * instead of a Map entry's ~40 (40 MB at a million chunks) and nothing for the collector to walk.
+ * the ids themselves being the index's own (`RowIds`, chunk-ids.ts: compared and hashed where
+ * they are kept), so an entry costs 4–8 bytes instead of a Map entry's ~40 (40 MB at a million
+ * chunks) and nothing for the collector to walk.
  *
- * Linear probing on a 32-bit FNV-1a hash of the id's characters; a deleted entry leaves a
- * tombstone until the table is rebuilt (when it fills, or by the index after a compaction).
+ * Linear probing on a 32-bit FNV-1a hash of the id's characters (`idHash`); a deleted entry
+ * leaves a tombstone until the table is rebuilt (when it fills, or by the index after a
+ * compaction).
  */
+import { idHash as hash } from './chunk-ids.js';
+
 const EMPTY = -1;
 const DELETED = -2;
 
-function hash(id: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
-  return h >>> 0;
+/** The ids rows hold now (the table compares them on every look-up). */
+export interface RowIds {
+  /** Whether row `row` holds `id`. */
+  equals(row: number, id: string): boolean;
+  /** `idHash` of the id row `row` holds. */
+  hashAt(row: number): number;
 }
 
 export class IdTable {
@@ -21,8 +27,7 @@ export class IdTable {
   size = 0;
   private taken = 0;
 
-  /** `idOf(row)`: the id a row holds now (the table compares it on every look-up). */
-  constructor(private readonly idOf: (row: number) => string) {}
+  constructor(private readonly ids: RowIds) {}
 
   get(id: string): number | undefined {
     const slots = this.slots;
@@ -30,30 +35,39 @@ export class IdTable {
     for (let i = hash(id) & mask; ; i = (i + 1) & mask) {
       const row = slots[i] as number;
       if (row === EMPTY) return undefined;
-      if (row !== DELETED && this.idOf(row) === id) return row;
+      if (row !== DELETED && this.ids.equals(row, id)) return row;
     }
   }
 
-  /** Adds `id` at `row` (`idOf(row)` must be `id` already); the id must not be in the table. */
+  /** Adds `id` at `row` (which must hold `id` already); the id must not be in the table. */
   add(id: string, row: number): void {
+    this.insert(hash(id), row);
+  }
+
+  /** Adds `row` (holding an id not in the table) under its id's hash. */
+  addRow(row: number): void {
+    this.insert(this.ids.hashAt(row), row);
+  }
+
+  private insert(hashed: number, row: number): void {
     if ((this.taken + 1) * 2 > this.slots.length) this.rebuild(this.size + 1);
     const slots = this.slots;
     const mask = slots.length - 1;
-    let i = hash(id) & mask;
+    let i = hashed & mask;
     while ((slots[i] as number) >= 0) i = (i + 1) & mask;
     if (slots[i] === EMPTY) this.taken++;
     slots[i] = row;
     this.size++;
   }
 
-  /** Removes `id` (while `idOf` still gives it for its row). */
+  /** Removes `id` (while its row still holds it). */
   delete(id: string): void {
     const slots = this.slots;
     const mask = slots.length - 1;
     for (let i = hash(id) & mask; ; i = (i + 1) & mask) {
       const row = slots[i] as number;
       if (row === EMPTY) return;
-      if (row !== DELETED && this.idOf(row) === id) {
+      if (row !== DELETED && this.ids.equals(row, id)) {
         slots[i] = DELETED;
         this.size--;
         return;
@@ -82,6 +96,6 @@ export class IdTable {
   private rebuild(entries: number): void {
     const old = this.slots;
     this.clear(Math.max(entries, this.size) * 2);
-    for (const row of old) if (row >= 0) this.add(this.idOf(row), row);
+    for (const row of old) if (row >= 0) this.addRow(row);
   }
 }

@@ -133,25 +133,10 @@ export class IndexLoader {
       }
       this.indexes.keyword ??= copy;
     }
-    await this.shareChunkIds();
     // A copy built from the tables is saved at once: the next start should not build it again.
     this.changed(built ? 0 : undefined);
     this.countLists();
-  }
-
-  /** The keyword copy takes the vector copies' chunk id strings: one copy of each in memory. */
-  private async shareChunkIds(): Promise<void> {
-    const keyword = this.indexes.keyword?.index;
-    const vectors = [...this.indexes.vectors.values()].map((c) => c.index);
-    if (keyword === undefined || vectors.length === 0) return;
-    const same = (id: string): string | undefined => {
-      for (const vector of vectors) {
-        const found = vector.sameId(id);
-        if (found !== undefined) return found;
-      }
-      return undefined;
-    };
-    await keyword.shareChunkIds(same, slicer());
+    this.findRowids();
   }
 
   /**
@@ -165,6 +150,41 @@ export class IndexLoader {
       if (counted === 0 || this.closed) return;
       this.saved.delete(copy);
       this.changed();
+    });
+  }
+
+  /**
+   * In the background: the vector table rowids a snapshot of an earlier build lacked (its rows are
+   * read by chunk id until then), in slices, then a snapshot that has them.
+   */
+  private findRowids(): void {
+    const copies = [...this.indexes.vectors].filter(([, c]) => c.index.rowidsUnknown());
+    if (copies.length === 0) return;
+    void (async () => {
+      for (const [table, copy] of copies) {
+        const select = this.indexes.statement(
+          `select rowid, chunk_id from ${table} where rowid > ? order by rowid limit ?`,
+        );
+        const slice = slicer();
+        let learned = 0;
+        for (let after = Number.MIN_SAFE_INTEGER; ;) {
+          // Dropped or replaced meanwhile (a reload): nothing to finish.
+          if (this.closed || this.indexes.vectors.get(table) !== copy) return;
+          const rows = select.raw().all(after, BUILD_BATCH * 32) as [number, string][];
+          for (const [rowid, chunkId] of rows) if (copy.index.learnRowid(chunkId, rowid)) learned++;
+          if (rows.length < BUILD_BATCH * 32) break;
+          after = rows[rows.length - 1]?.[0] ?? after;
+          await slice();
+        }
+        if (learned > 0) {
+          this.saved.delete(copy);
+          this.changed();
+        }
+      }
+    })().catch((error: unknown) => {
+      this.log('vector rowids not found', {
+        why: error instanceof Error ? error.message : String(error),
+      });
     });
   }
 
@@ -299,7 +319,8 @@ export class IndexLoader {
         string,
       ][];
       index.add(
-        rows.map(([, chunkId, embedding, documentId, projectKey]) => ({
+        rows.map(([rowid, chunkId, embedding, documentId, projectKey]) => ({
+          rowid,
           chunkId,
           documentId,
           projectKey,

@@ -10,6 +10,7 @@
  * fell behind another process's writes. A corrupt file (CRC-32, snapshot-file.ts) is rebuilt
  * from the tables, never trusted.
  */
+import { ChunkIds } from './chunk-ids.js';
 import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -197,6 +198,39 @@ const array = (
 });
 const strings = (list: readonly string[]): Section => ({ type: 'strings', list });
 
+/**
+ * Chunk ids as sections (chunk-ids.ts): the packed UUIDs and what each row holds, and the other
+ * ids with their rows. A snapshot of an earlier build has them as one list of strings (`name`).
+ */
+function idSections(name: string, ids: ChunkIds, count: number): [string, Section][] {
+  const { bytes, kinds, others } = ids.packed(count);
+  return [
+    [`${name}Bytes`, array([bytes], 'u8')],
+    [`${name}Kinds`, array([kinds], 'u8')],
+    [`${name}OtherRows`, array([Int32Array.from(others, ([r]) => r)], 'i32')],
+    [`${name}Others`, strings(others.map(([, id]) => id))],
+  ];
+}
+
+function idsOfSnapshot(snapshot: Snapshot, name: string, count: number): ChunkIds {
+  if (!snapshot.arrays.has(`${name}Kinds`)) {
+    const ids = list(snapshot, name);
+    if (ids.length !== count) throw new SnapshotError('row count');
+    return ChunkIds.from(ids);
+  }
+  const kinds = section(snapshot, `${name}Kinds`, Uint8Array);
+  const rows = section(snapshot, `${name}OtherRows`, Int32Array);
+  const others = list(snapshot, `${name}Others`);
+  if (kinds.length !== count || rows.length !== others.length) throw new SnapshotError('row count');
+  try {
+    const pairs = others.map((id, i): [number, string] => [rows[i] as number, id]);
+    return ChunkIds.fromPacked(section(snapshot, `${name}Bytes`, Uint8Array), kinds, pairs);
+  } catch (error) {
+    if (error instanceof SnapshotError) throw error;
+    throw new SnapshotError(`section ${name}`);
+  }
+}
+
 export function keywordSections(state: KeywordState, lexer: Fts5Lexer): Map<string, Section> {
   return new Map([
     ['rowids', array([state.rowids], 'f64')],
@@ -204,7 +238,7 @@ export function keywordSections(state: KeywordState, lexer: Fts5Lexer): Map<stri
     ['projectOf', array([state.projectOf], 'i32')],
     ['lengths', array([state.lengths], 'i32')],
     ['alive', array([state.alive], 'u8')],
-    ['chunkIds', strings(state.chunkIds)],
+    ...idSections('chunkIds', state.chunkIds, state.count),
     ['documentIds', strings(state.documentIds)],
     ['projectIds', strings(state.projectIds)],
     ['lexemes', strings(Array.from(state.postingLengths, (_, id) => lexer.lexeme(id)))],
@@ -261,7 +295,7 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
     count: meta.count,
     tokens: meta.tokens ?? 0,
     rowids: section(snapshot, 'rowids', Float64Array),
-    chunkIds: list(snapshot, 'chunkIds'),
+    chunkIds: idsOfSnapshot(snapshot, 'chunkIds', meta.count),
     documentOf: section(snapshot, 'documentOf', Int32Array),
     projectOf: section(snapshot, 'projectOf', Int32Array),
     lengths: section(snapshot, 'lengths', Int32Array),
@@ -286,7 +320,7 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
 
 export function vectorSections(state: VectorState): Map<string, Section> {
   const sections = new Map<string, Section>([
-    ['ids', strings(state.ids)],
+    ...idSections('ids', state.ids, state.count),
     ['documentOf', array([state.documentOf], 'i32')],
     ['projectOf', array([state.projectOf], 'i32')],
     ['documentIds', strings(state.documentIds)],
@@ -294,6 +328,7 @@ export function vectorSections(state: VectorState): Map<string, Section> {
     ['scales', array([state.scales], 'f32')],
     ['int8', array([state.int8], 'i8')],
   ]);
+  if (state.rowids !== undefined) sections.set('rowids', array([state.rowids], 'f64'));
   if (state.graph !== undefined) {
     sections.set('graphKeys', array([state.graph.keyOf], 'i32'));
     sections.set('graphMean', array([state.graph.mean], 'f32'));
@@ -334,15 +369,22 @@ export function vectorFromSnapshot(
   const state: VectorState = {
     dims,
     count: meta.count,
-    ids: list(snapshot, 'ids'),
+    ids: idsOfSnapshot(snapshot, 'ids', meta.count),
     documentOf: section(snapshot, 'documentOf', Int32Array),
     projectOf: section(snapshot, 'projectOf', Int32Array),
     documentIds: list(snapshot, 'documentIds'),
     projectKeys: list(snapshot, 'projectKeys'),
     scales: section(snapshot, 'scales', Float32Array),
     int8: section(snapshot, 'int8', Int8Array),
+    // A snapshot of an earlier build has no rowids: its rows are read by chunk id.
+    ...(snapshot.arrays.has('rowids') ? { rowids: section(snapshot, 'rowids', Float64Array) } : {}),
   };
-  checkRows(state, [state.documentOf, state.projectOf, state.scales]);
+  checkRows(state, [
+    state.documentOf,
+    state.projectOf,
+    state.scales,
+    ...(state.rowids === undefined ? [] : [state.rowids]),
+  ]);
   const rowBytes = Math.ceil(dims / 8) * 8;
   if (state.int8.length !== state.count * rowBytes) {
     throw new SnapshotError('vectors');
@@ -351,13 +393,7 @@ export function vectorFromSnapshot(
   return VectorIndex.fromState(state, source, options, true);
 }
 
-/** Every per-row array holds `count` rows, and so does the id list. */
-function checkRows(
-  state: { count: number; ids?: string[]; chunkIds?: string[] },
-  arrays: Typed[],
-): void {
-  const ids = state.ids ?? state.chunkIds ?? [];
-  if (ids.length !== state.count || arrays.some((a) => a.length !== state.count)) {
-    throw new SnapshotError('row count');
-  }
+/** Every per-row array holds `count` rows (the ids were checked as they were read). */
+function checkRows(state: { count: number }, arrays: Typed[]): void {
+  if (arrays.some((a) => a.length !== state.count)) throw new SnapshotError('row count');
 }

@@ -73,8 +73,8 @@ export class KeywordIndex extends KeywordStore {
     this.skips.clear();
   }
 
-  override memoryReport(stringBytes: number): Record<string, number> {
-    return { ...super.memoryReport(stringBytes), 'keyword skip entries': this.skips.byteLength };
+  override memoryReport(): Record<string, number> {
+    return { ...super.memoryReport(), 'keyword skip entries': this.skips.byteLength };
   }
 
   /**
@@ -176,7 +176,7 @@ export class KeywordIndex extends KeywordStore {
       : this.all(groups, scope, limit);
     return top.sorted().map(({ row, score }) => ({
       rowid: this.rowids[row] ?? 0,
-      chunkId: this.chunkIds[row] ?? '',
+      chunkId: this.chunkIds.get(row),
       documentId: this.documentIds[this.documentOf[row] ?? 0] ?? '',
       score,
     }));

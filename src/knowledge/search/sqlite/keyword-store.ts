@@ -5,6 +5,7 @@
  * the FTS5 table by adds and document deletes, exported for a snapshot and restored from one
  * (index-snapshots.ts).
  */
+import { ChunkIds } from './chunk-ids.js';
 import { COLUMN_WEIGHTS } from '../bm25.js';
 import { forEachPosting, MAX_ROWS, writePosting } from './keyword-postings.js';
 import { PostingLists } from './posting-lists.js';
@@ -31,7 +32,8 @@ export interface KeywordState {
   count: number;
   tokens: number;
   rowids: Float64Array;
-  chunkIds: string[];
+  /** The index's own ids (read, not kept). */
+  chunkIds: ChunkIds;
   documentOf: Int32Array;
   projectOf: Int32Array;
   lengths: Int32Array;
@@ -76,7 +78,7 @@ export class KeywordStore {
   protected tally = new Int32Array(0);
   // Per row (row numbers ascend with rowids, as rows are added in rowid order).
   protected rowids: Float64Array = new Float64Array(0);
-  protected chunkIds: string[] = [];
+  protected chunkIds = new ChunkIds();
   protected documentOf: Int32Array = new Int32Array(0);
   protected projectOf: Int32Array = new Int32Array(0);
   protected lengths: Int32Array = new Int32Array(0);
@@ -100,8 +102,6 @@ export class KeywordStore {
   protected readonly rowsOfDocument = new Map<number, number[]>();
   /** Bumped by every change: a snapshot being written from live arrays is void when it moved. */
   mutations = 0;
-  /** Rows whose chunk id string was last found shared with a vector index (shareChunkIds). */
-  protected sharedIds = 0;
 
   /** The ids of the documents that have (or had) rows. */
   documentIdList(): string[] {
@@ -131,6 +131,7 @@ export class KeywordStore {
     this.projectOf = grow(this.projectOf, new Int32Array(capacity));
     this.lengths = grow(this.lengths, new Int32Array(capacity));
     this.alive = grow(this.alive, new Uint8Array(capacity));
+    this.chunkIds.reserve(capacity);
     this.scratch = new Float64Array(capacity);
     this.capacity = capacity;
     if (this.groupScores.length > 0) this.groupScratch();
@@ -153,7 +154,7 @@ export class KeywordStore {
       const document = KeywordStore.number(this.documentNumbers, row.documentId);
       this.documentIds[document] = row.documentId;
       this.rowids[r] = row.rowid;
-      this.chunkIds[r] = row.chunkId;
+      this.chunkIds.set(r, row.chunkId);
       this.documentOf[r] = document;
       this.projectOf[r] =
         row.projectId === null ? -1 : KeywordStore.number(this.projectNumbers, row.projectId);
@@ -215,31 +216,6 @@ export class KeywordStore {
   }
 
   /**
-   * Swaps each row's chunk id for the equal string `same` gives (a vector index's own), so that
-   * both indexes hold one copy of each id: loaded from the tables or from snapshots, each had
-   * its own (a commit gives both the same string already). In slices (`slice` between them);
-   * rows added or renumbered meanwhile are harmless, since a string is only ever replaced by an
-   * equal one. Returns the rows sharing.
-   */
-  async shareChunkIds(
-    same: (chunkId: string) => string | undefined,
-    slice: () => Promise<void>,
-  ): Promise<number> {
-    let shared = 0;
-    for (let r = 0; r < this.count; r++) {
-      const id = this.chunkIds[r];
-      const found = id === undefined ? undefined : same(id);
-      if (found !== undefined) {
-        this.chunkIds[r] = found;
-        shared++;
-      }
-      if ((r & 0x3fff) === 0x3fff) await slice();
-    }
-    this.sharedIds = shared;
-    return shared;
-  }
-
-  /**
    * Gives the rows of document `from` (a run's staged rows) to document `to`, whose own rows must
    * be deleted first: numbers are swapped, no row is touched.
    */
@@ -282,7 +258,7 @@ export class KeywordStore {
       if (this.alive[from] !== 1) continue;
       renumber[from] = to;
       this.rowids[to] = this.rowids[from] ?? 0;
-      this.chunkIds[to] = this.chunkIds[from] ?? '';
+      this.chunkIds.copy(from, to);
       this.documentOf[to] = this.documentOf[from] ?? 0;
       this.projectOf[to] = this.projectOf[from] ?? 0;
       this.lengths[to] = this.lengths[from] ?? 0;
@@ -290,7 +266,7 @@ export class KeywordStore {
       to++;
     }
     this.alive.fill(0, to, this.count);
-    this.chunkIds.length = to;
+    this.chunkIds.truncate(to);
     this.count = to;
     this.dead = 0;
     this.epoch++;
@@ -344,7 +320,7 @@ export class KeywordStore {
       count: n,
       tokens: this.tokens,
       rowids: this.rowids.subarray(0, n),
-      chunkIds: this.chunkIds.slice(0, n),
+      chunkIds: this.chunkIds,
       documentOf: this.documentOf.subarray(0, n),
       projectOf: this.projectOf.subarray(0, n),
       lengths: this.lengths.subarray(0, n),
@@ -387,7 +363,8 @@ export class KeywordStore {
       index.lengths.set(state.lengths);
       index.alive.set(state.alive);
     }
-    index.chunkIds = state.chunkIds;
+    index.chunkIds = owned ? state.chunkIds : state.chunkIds.clone(n);
+    index.chunkIds.reserve(index.capacity);
     index.count = n;
     index.tokens = state.tokens;
     state.documentIds.forEach((id, i) => {
@@ -427,7 +404,7 @@ export class KeywordStore {
   }
 
   /** Bytes held per structure (typed arrays exactly; strings estimated, see vector-index.ts). */
-  memoryReport(stringBytes: number): Record<string, number> {
+  memoryReport(): Record<string, number> {
     const bytes = (arrays: { byteLength: number }[]) =>
       arrays.reduce((a, b) => a + b.byteLength, 0);
     // The lists (with their room to grow) and what is kept per lexeme to append and count.
@@ -438,9 +415,7 @@ export class KeywordStore {
       'keyword postings': postings,
       'keyword rows': bytes(rowArrays),
       'keyword search scratch': bytes(scratch),
-      // The strings shared with a vector index are counted there (an estimate: rows added
-      // since the last sharing count as not shared, though a commit's are).
-      'keyword chunk ids': Math.max(0, this.count - this.sharedIds) * stringBytes,
+      'keyword chunk ids': this.chunkIds.byteLength,
     };
   }
 }

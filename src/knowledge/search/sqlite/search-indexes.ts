@@ -173,7 +173,7 @@ export class SearchIndexes {
         const index = new VectorIndex(dimensions, this.source(table), this.vectorOptions);
         this.addVectors(
           index,
-          `select v.chunk_id, v.embedding, v.document_id, v.project_key
+          `select v.rowid, v.chunk_id, v.embedding, v.document_id, v.project_key
            from ${table} v join knowledge_chunks c on c.id = v.chunk_id
            join knowledge_documents d on d.id = c.document_id where ${CURRENT}`,
           [],
@@ -183,7 +183,7 @@ export class SearchIndexes {
       (index, documentIds) => {
         this.addVectors(
           index,
-          `select v.chunk_id, v.embedding, v.document_id, v.project_key
+          `select v.rowid, v.chunk_id, v.embedding, v.document_id, v.project_key
            from knowledge_chunks c join ${table} v on v.chunk_id = c.id
            join knowledge_documents d on d.id = c.document_id
            where c.document_id in (select value from json_each(?)) and ${CURRENT}`,
@@ -195,19 +195,22 @@ export class SearchIndexes {
     return loaded.index;
   }
 
-  /** The exact vectors of a vector copy: its table, read by chunk id. */
+  /** The exact vectors of a vector copy: its table, read by rowid or chunk id. */
   source(table: string): VectorSource {
     return tableVectors(this.statement, table);
   }
 
-  /** Adds the rows a query gives (chunk id, embedding, document id, project key) to a copy. */
+  /**
+   * Adds the rows a query gives (rowid, chunk id, embedding, document id, project key) to a copy.
+   */
   private addVectors(index: VectorIndex, sql: string, params: unknown[]): void {
     const rows = this.statement(sql)
       .raw()
-      .iterate(...params) as IterableIterator<[string, Buffer, string, string]>;
+      .iterate(...params) as IterableIterator<[number, string, Buffer, string, string]>;
     for (const batch of batches(rows)) {
       index.add(
-        batch.map(([chunkId, embedding, documentId, projectKey]) => ({
+        batch.map(([rowid, chunkId, embedding, documentId, projectKey]) => ({
+          rowid,
           chunkId,
           documentId,
           projectKey,

@@ -30,7 +30,7 @@ import { CURRENT, SearchIndexes } from './search-indexes.js';
 import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { statementCache, type Statements } from './statements.js';
 import { asFloat32, VectorTables } from './vector-tables.js';
-import { STRING_BYTES, type VectorIndex, type VectorIndexOptions } from './vector-index.js';
+import type { VectorIndex, VectorIndexOptions } from './vector-index.js';
 
 export interface SqliteChunkStoreOptions {
   /** Where and when the search indexes are saved (index-snapshots.ts); null: never. */
@@ -126,7 +126,7 @@ export class SqliteChunkStore implements ChunkStore {
       for (const [name, bytes] of Object.entries(part)) report[name] = (report[name] ?? 0) + bytes;
     };
     if (this.indexes.keyword !== undefined) {
-      add(this.indexes.keyword.index.memoryReport(STRING_BYTES));
+      add(this.indexes.keyword.index.memoryReport());
       add({ 'keyword vocabulary': sharedLexer().byteLength });
     }
     for (const { index } of this.indexes.vectors.values()) add(index.memoryReport());

@@ -30,6 +30,11 @@ import {
 import type { Statements } from './statements.js';
 import type { VectorTables } from './vector-tables.js';
 
+/** The rowids of written chunks' keyword rows and vector rows, in the chunks' order. */
+interface Rowids {
+  keyword: number[];
+  vectors: number[];
+}
 /**
  * A slice's target duration. FTS5 tokenizes inside the insert and the in-process keyword copy
  * tokenizes again: a chunk costs 0.1-0.5 ms, so each slice is sized from the last one's pace.
@@ -190,13 +195,14 @@ export class SqliteChunkWrites {
   private added(
     chunks: NewChunk[],
     doc: StagedDocument,
-    rowids: number[],
+    rowids: Rowids,
     table: string,
     documentId: string,
   ): AddedRows {
     return {
       table,
-      vectors: chunks.map((c) => ({
+      vectors: chunks.map((c, i) => ({
+        rowid: rowids.vectors[i],
         chunkId: c.id,
         documentId,
         projectKey: doc.project_key,
@@ -206,7 +212,7 @@ export class SqliteChunkWrites {
         const name = sharedLexer().tokenize([segmentWords(doc.name)])[0] ?? new Int32Array(0);
         const texts = tokenizeChunksNow(chunks);
         return chunks.map((c, i) => ({
-          rowid: rowids[i] ?? 0,
+          rowid: rowids.keyword[i] ?? 0,
           chunkId: c.id,
           documentId,
           projectId: doc.project_id,
@@ -217,7 +223,7 @@ export class SqliteChunkWrites {
   }
 
   /** Inserts the chunks under the run's token; returns their FTS rowids. */
-  private insert(commit: IndexCommit, chunks: NewChunk[], doc: StagedDocument): number[] {
+  private insert(commit: IndexCommit, chunks: NewChunk[], doc: StagedDocument): Rowids {
     const table = this.tables.ensure(commit.model, commit.dimensions);
     const now = new Date().toISOString();
     const insertChunk = this.statement(
@@ -232,7 +238,7 @@ export class SqliteChunkWrites {
     const insertVector = this.statement(
       `insert into ${table} (chunk_id, embedding, document_id, project_key) values (?, ?, ?, ?)`,
     );
-    const rowids: number[] = [];
+    const rowids: Rowids = { keyword: [], vectors: [] };
     // The keyword columns hold the text with word boundaries in CJK and Thai runs (segment.ts);
     // the chunk row keeps the text as it is.
     const ftsName = segmentWords(doc.name);
@@ -264,8 +270,9 @@ export class SqliteChunkWrites {
         commit.indexToken,
         c.pageEnd ?? c.page,
       );
-      rowids.push(ftsRowid);
-      insertVector.run(c.id, c.vector, commit.documentId, doc.project_key);
+      rowids.keyword.push(ftsRowid);
+      const vector = insertVector.run(c.id, c.vector, commit.documentId, doc.project_key);
+      rowids.vectors.push(Number(vector.lastInsertRowid));
     }
     return rowids;
   }

@@ -14,14 +14,13 @@
  */
 import { AnnGraph, type GraphSettings, type GraphState } from './ann-graph.js';
 import {
-  POINTER_BYTES,
-  STRING_BYTES,
   type IndexRow,
   type VectorIndexOptions,
   type VectorSource,
   type VectorState,
 } from './vector-types.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
+import { ChunkIds } from './chunk-ids.js';
 import { IdTable } from './id-table.js';
 import { Numbering } from './numbering.js';
 import { VectorRows } from './vector-rows.js';
@@ -39,17 +38,21 @@ function candidates(limit: number): number {
 const SCOPE_ROWS = 1024;
 
 export type { IndexRow, VectorIndexOptions, VectorSource, VectorState } from './vector-types.js';
-export { POINTER_BYTES, STRING_BYTES } from './vector-types.js';
 
 export class VectorIndex {
   /** Row → chunk id; '' for a deleted row (compacted away later). */
-  private ids: string[] = [];
+  private ids = new ChunkIds();
   /** Row → document and project key numbers (Numbers: one string per document, not per row). */
   private documentOf: Int32Array = new Int32Array(0);
   private projectOf: Int32Array = new Int32Array(0);
+  /** Row → its vector table rowid (NaN: not known), where its exact vector is read first. */
+  private rowids: Float64Array = new Float64Array(0);
   private readonly documents = new Numbering();
   private readonly projects = new Numbering();
-  private readonly rowOf = new IdTable((r) => this.ids[r] ?? '');
+  private readonly rowOf = new IdTable({
+    equals: (r, id) => this.ids.equals(r, id),
+    hashAt: (r) => this.ids.hashAt(r),
+  });
   /** Rows by document number. */
   private readonly rowsOf = new Map<number, number[]>();
   /** The rows' int8 vectors, and their exact ones from the table. */
@@ -95,6 +98,10 @@ export class VectorIndex {
     const projectOf = new Int32Array(capacity);
     projectOf.set(this.projectOf.subarray(0, this.count));
     this.projectOf = projectOf;
+    const rowids = new Float64Array(capacity).fill(Number.NaN);
+    rowids.set(this.rowids.subarray(0, this.count));
+    this.rowids = rowids;
+    this.ids.reserve(capacity);
     this.graph?.reserveRows(capacity);
     this.capacity = capacity;
   }
@@ -103,9 +110,9 @@ export class VectorIndex {
   startGraph(): void {
     if (this.graph !== null || this.size < this.annMin) return;
     const { dims, count, capacity } = this;
-    const centre = this.vectors.centre(count, (r) => this.ids[r] !== '');
+    const centre = this.vectors.centre(count, (r) => this.ids.has(r));
     this.graph = AnnGraph.create(dims, count, capacity, centre, this.annGraph);
-    for (let r = 0; r < this.count; r++) if (this.ids[r] === '') this.graph.removed(r);
+    for (let r = 0; r < this.count; r++) if (!this.ids.has(r)) this.graph.removed(r);
   }
 
   /** Whether the graph lacks rows (`buildGraph` adds them). */
@@ -118,14 +125,20 @@ export class VectorIndex {
     const graph = this.graph;
     if (graph === null) return false;
     // Not a mutation: a snapshot records the graph's `covered` when it starts.
-    const alive = (r: number) => this.ids[r] !== '';
-    const vectors = (rows: number[]) => this.vectors.unitRows(rows, this.idsOf(rows));
+    const alive = (r: number) => this.ids.has(r);
+    const vectors = (rows: number[]) =>
+      this.vectors.unitRows(rows, this.idsOf(rows), this.rowidsOf(rows));
     return graph.step(vectors, this.count, alive, budgetMs);
   }
 
   /** The chunk ids of rows. */
   private idsOf(rows: readonly number[]): string[] {
-    return rows.map((r) => this.ids[r] ?? '');
+    return rows.map((r) => this.ids.get(r));
+  }
+
+  /** The vector table rowids of rows (NaN: not known). */
+  private rowidsOf(rows: readonly number[]): Float64Array {
+    return Float64Array.from(rows, (r) => this.rowids[r] ?? Number.NaN);
   }
 
   add(rows: readonly IndexRow[]): void {
@@ -138,7 +151,8 @@ export class VectorIndex {
       if (existing !== undefined) this.kill(existing);
       const r = this.count++;
       this.vectors.set(r, row.vector);
-      this.ids[r] = row.chunkId;
+      this.ids.set(r, row.chunkId);
+      this.rowids[r] = row.rowid ?? Number.NaN;
       const document = this.documents.number(row.documentId);
       this.documentOf[r] = document;
       this.projectOf[r] = this.projects.number(row.projectKey);
@@ -152,10 +166,9 @@ export class VectorIndex {
   }
 
   private kill(r: number): void {
-    const id = this.ids[r];
-    if (id === undefined || id === '') return;
-    this.rowOf.delete(id);
-    this.ids[r] = '';
+    if (!this.ids.has(r)) return;
+    this.rowOf.delete(this.ids.get(r));
+    this.ids.clear(r);
     this.dead++;
     this.graph?.removed(r);
   }
@@ -193,16 +206,16 @@ export class VectorIndex {
     this.rowOf.clear(this.size);
     for (let from = 0; from < this.count; from++) {
       liveBefore[from] = to;
-      const id = this.ids[from] ?? '';
-      if (id === '') continue;
+      if (!this.ids.has(from)) continue;
       graph?.moved(from, to);
       if (to !== from) {
         this.vectors.copyRow(from, to);
-        this.ids[to] = id;
+        this.ids.copy(from, to);
+        this.rowids[to] = this.rowids[from] ?? Number.NaN;
         this.documentOf[to] = this.documentOf[from] ?? 0;
         this.projectOf[to] = this.projectOf[from] ?? 0;
       }
-      this.rowOf.add(id, to);
+      this.rowOf.addRow(to);
       const doc = this.documentOf[to] ?? 0;
       let list = this.rowsOf.get(doc);
       if (list === undefined) this.rowsOf.set(doc, (list = []));
@@ -210,7 +223,7 @@ export class VectorIndex {
       to++;
     }
     liveBefore[this.count] = to;
-    this.ids.length = to;
+    this.ids.truncate(to);
     graph?.compacted((end) => liveBefore[end] as number);
     this.count = to;
     this.dead = 0;
@@ -223,7 +236,7 @@ export class VectorIndex {
       const document = this.documents.find(id);
       if (document === undefined) continue;
       for (const r of this.rowsOf.get(document) ?? []) {
-        if (this.ids[r] === '' || this.documentOf[r] !== document) continue;
+        if (!this.ids.has(r) || this.documentOf[r] !== document) continue;
         if (project === -1 || this.projectOf[r] === project) rows.push(r);
       }
     }
@@ -272,11 +285,11 @@ export class VectorIndex {
     }
     rows ??= this.scanTop(query, 0, candidates(limit), project, allowed);
     const list = Array.from(rows);
-    const scores = this.vectors.exactScores(query, list, this.idsOf(list));
+    const scores = this.vectors.exactScores(query, list, this.idsOf(list), this.rowidsOf(list));
     const scored = list.map((r, i) => ({ r, score: scores[i] as number }));
     scored.sort((a, b) => b.score - a.score);
     return scored.slice(0, limit).map((s) => ({
-      chunkId: this.ids[s.r] ?? '',
+      chunkId: this.ids.get(s.r),
       documentId: this.documents.id(this.documentOf[s.r] ?? 0),
       score: s.score,
     }));
@@ -295,7 +308,7 @@ export class VectorIndex {
   ): Int32Array {
     const { ids, projectOf, documentOf } = this;
     return this.vectors.scanTop(query, from, this.count, keep, (r) => {
-      if (ids[r] === '' || (project !== -1 && projectOf[r] !== project)) return false;
+      if (!ids.has(r) || (project !== -1 && projectOf[r] !== project)) return false;
       return allowed === null || allowed[documentOf[r] as number] === 1;
     });
   }
@@ -316,7 +329,7 @@ export class VectorIndex {
     if (found === null) return null;
     const rows: number[] = [];
     for (const r of found) {
-      if (this.ids[r] === '' || (project !== -1 && this.projectOf[r] !== project)) continue;
+      if (!this.ids.has(r) || (project !== -1 && this.projectOf[r] !== project)) continue;
       if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
       rows.push(r);
     }
@@ -341,7 +354,8 @@ export class VectorIndex {
     return {
       dims: this.dims,
       count: n,
-      ids: this.ids.slice(0, n),
+      ids: this.ids,
+      rowids: this.rowids.subarray(0, n),
       documentOf: this.documentOf.subarray(0, n),
       projectOf: this.projectOf.subarray(0, n),
       documentIds: this.documents.list(),
@@ -368,26 +382,28 @@ export class VectorIndex {
     if (owned) {
       index.documentOf = state.documentOf;
       index.projectOf = state.projectOf;
+      index.rowids = state.rowids ?? new Float64Array(n).fill(Number.NaN);
       index.capacity = n;
     } else {
       index.reserve(n);
       index.documentOf.set(state.documentOf);
       index.projectOf.set(state.projectOf);
+      if (state.rowids !== undefined) index.rowids.set(state.rowids);
     }
     // The int8 rows are copied into the scan's memory either way.
     index.vectors.restore(owned ? state.scales : state.scales.slice(), state.int8, n);
     for (const id of state.documentIds) index.documents.number(id);
     for (const key of state.projectKeys) index.projects.number(key);
-    index.ids = state.ids;
+    index.ids = owned ? state.ids : state.ids.clone(n);
+    index.ids.reserve(index.capacity);
     index.count = n;
     index.rowOf.clear(n);
     for (let r = 0; r < n; r++) {
-      const id = state.ids[r] ?? '';
-      if (id === '') {
+      if (!index.ids.has(r)) {
         index.dead++;
         continue;
       }
-      index.rowOf.add(id, r);
+      index.rowOf.addRow(r);
       const document = state.documentOf[r] ?? 0;
       let list = index.rowsOf.get(document);
       if (list === undefined) index.rowsOf.set(document, (list = []));
@@ -405,7 +421,7 @@ export class VectorIndex {
     if (state.keyOf.length !== this.count || state.covered > this.count) {
       throw new RangeError('graph keys');
     }
-    const alive = (r: number) => this.ids[r] !== '';
+    const alive = (r: number) => this.ids.has(r);
     const graph = await AnnGraph.load(path, this.dims, state, this.count, alive, this.annGraph);
     graph.reserveRows(this.capacity);
     this.graph?.close();
@@ -429,21 +445,34 @@ export class VectorIndex {
     if (query !== null) graph.prefetch(query, candidates(limit));
   }
 
-  /** Bytes held per structure (typed arrays exactly; strings and maps estimated). */
+  /** Bytes held per structure (typed arrays exactly; the graph estimated). */
   memoryReport(): Record<string, number> {
-    const rows = this.count;
     return {
       'vector int8 + scale': this.vectors.byteLength,
-      'vector row numbers': this.documentOf.byteLength + this.projectOf.byteLength,
-      'vector chunk ids + id map': rows * (STRING_BYTES + POINTER_BYTES) + this.rowOf.byteLength,
+      'vector row numbers':
+        this.documentOf.byteLength + this.projectOf.byteLength + this.rowids.byteLength,
+      'vector chunk ids + id map': this.ids.byteLength + this.rowOf.byteLength,
       'vector graph (estimate) + keys': this.graph?.byteLength ?? 0,
     };
   }
 
-  /** This index's own string for a chunk id it holds (the keyword index shares it). */
-  sameId(chunkId: string): string | undefined {
+  /** Whether a live row's vector table rowid is not known (a snapshot of an earlier build). */
+  rowidsUnknown(): boolean {
+    for (let r = 0; r < this.count; r++) {
+      if (this.ids.has(r) && Number.isNaN(this.rowids[r])) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Records that chunk `chunkId`'s vector is at `rowid` in the table, for a live row that did not
+   * know; whether it was recorded. Not a mutation: reads check what they find there anyway.
+   */
+  learnRowid(chunkId: string, rowid: number): boolean {
     const r = this.rowOf.get(chunkId);
-    return r === undefined ? undefined : this.ids[r];
+    if (r === undefined || !Number.isNaN(this.rowids[r])) return false;
+    this.rowids[r] = rowid;
+    return true;
   }
 
   /** Cosine similarity of `vector` with each given chunk that has a row. */
@@ -455,8 +484,11 @@ export class VectorIndex {
       const r = this.rowOf.get(id);
       if (r !== undefined) rows.push(r);
     }
-    const scores = query === null ? null : this.vectors.exactScores(query, rows, this.idsOf(rows));
-    rows.forEach((r, i) => result.set(this.ids[r] ?? '', scores?.[i] ?? 0));
+    const scores =
+      query === null
+        ? null
+        : this.vectors.exactScores(query, rows, this.idsOf(rows), this.rowidsOf(rows));
+    rows.forEach((r, i) => result.set(this.ids.get(r), scores?.[i] ?? 0));
     return result;
   }
 }

@@ -101,8 +101,13 @@ export class VectorRows {
    * read in one go and normalised as `set` normalises them (the scores of a float32 copy, bit for
    * bit).
    */
-  exactScores(query: Float32Array, rows: readonly number[], ids: readonly string[]): Float64Array {
-    const stored = this.source.vectors(ids);
+  exactScores(
+    query: Float32Array,
+    rows: readonly number[],
+    ids: readonly string[],
+    rowids?: ArrayLike<number>,
+  ): Float64Array {
+    const stored = this.source.vectors(ids, rowids);
     const scores = new Float64Array(rows.length);
     const unit = this.unit;
     rows.forEach((r, i) => {
@@ -117,9 +122,13 @@ export class VectorRows {
   }
 
   /** The rows' normalised vectors, `dims` each: read from the source (or else their int8 copy). */
-  unitRows(rows: readonly number[], ids: readonly string[]): Float32Array {
+  unitRows(
+    rows: readonly number[],
+    ids: readonly string[],
+    rowids?: ArrayLike<number>,
+  ): Float32Array {
     const dims = this.dims;
-    const stored = this.source.vectors(ids);
+    const stored = this.source.vectors(ids, rowids);
     const out = new Float32Array(rows.length * dims);
     rows.forEach((r, i) => {
       const unit = out.subarray(i * dims, (i + 1) * dims);

@@ -26,18 +26,42 @@ export function asFloat32(blob: Buffer, copy = false): Float32Array {
 }
 
 /**
- * A vector table as the exact vectors of its in-process index: read by chunk id in one statement
- * (a few hundred per search, inside the search's read transaction, so they are the rows the
- * index was brought up to date with).
+ * A vector table as the exact vectors of its in-process index: read in one or two statements (a
+ * few hundred per search, inside the search's read transaction, so they are the rows the index
+ * was brought up to date with). By rowid where the index knows it (~3× faster than through the
+ * chunk id's index: one B-tree descent instead of two), and kept only if the row there is still
+ * that chunk's: a rowid is not a stable name (VACUUM may renumber a table without an INTEGER
+ * PRIMARY KEY, a re-index writes new rows), so a row found elsewhere or not at all is read by its
+ * chunk id, as every row was before.
  */
 export function tableVectors(statement: Statements, table: string): VectorSource {
-  const sql = `select chunk_id, embedding from ${table}
+  const byId = `select chunk_id, embedding from ${table}
     where chunk_id in (select value from json_each(?))`;
+  const byRowid = `select rowid, chunk_id, embedding from ${table}
+    where rowid in (select value from json_each(?))`;
   return {
-    vectors(chunkIds) {
+    vectors(chunkIds, rowids) {
       const found = new Map<string, Float32Array>();
       if (chunkIds.length === 0) return found;
-      const rows = statement(sql).raw().all(JSON.stringify(chunkIds)) as [string, Buffer][];
+      let rest: readonly string[] = chunkIds;
+      if (rowids !== undefined) {
+        const expected = new Map<number, string>();
+        for (let i = 0; i < chunkIds.length; i++) {
+          const rowid = rowids[i] ?? Number.NaN;
+          if (!Number.isNaN(rowid)) expected.set(rowid, chunkIds[i] ?? '');
+        }
+        if (expected.size > 0) {
+          const rows = statement(byRowid)
+            .raw()
+            .all(JSON.stringify([...expected.keys()])) as [number, string, Buffer][];
+          for (const [rowid, id, blob] of rows) {
+            if (expected.get(rowid) === id) found.set(id, asFloat32(blob));
+          }
+          rest = found.size === chunkIds.length ? [] : chunkIds.filter((id) => !found.has(id));
+        }
+      }
+      if (rest.length === 0) return found;
+      const rows = statement(byId).raw().all(JSON.stringify(rest)) as [string, Buffer][];
       for (const [id, blob] of rows) found.set(id, asFloat32(blob));
       return found;
     },
