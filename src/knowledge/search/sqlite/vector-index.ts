@@ -20,8 +20,7 @@ import {
   type VectorState,
 } from './vector-types.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
-import { ChunkIds } from './chunk-ids.js';
-import { IdTable } from './id-table.js';
+import { RowKeys } from './vector-row-keys.js';
 import { Numbering } from './numbering.js';
 import { VectorRows } from './vector-rows.js';
 
@@ -40,19 +39,13 @@ const SCOPE_ROWS = 1024;
 export type { IndexRow, VectorIndexOptions, VectorSource, VectorState } from './vector-types.js';
 
 export class VectorIndex {
-  /** Row → chunk id; '' for a deleted row (compacted away later). */
-  private ids = new ChunkIds();
+  /** Row → chunk id (none for a deleted row, compacted away later) and vector table rowid. */
+  private keys = new RowKeys();
   /** Row → document and project key numbers (Numbers: one string per document, not per row). */
   private documentOf: Int32Array = new Int32Array(0);
   private projectOf: Int32Array = new Int32Array(0);
-  /** Row → its vector table rowid (NaN: not known), where its exact vector is read first. */
-  private rowids: Float64Array = new Float64Array(0);
   private readonly documents = new Numbering();
   private readonly projects = new Numbering();
-  private readonly rowOf = new IdTable({
-    equals: (r, id) => this.ids.equals(r, id),
-    hashAt: (r) => this.ids.hashAt(r),
-  });
   /** Rows by document number. */
   private readonly rowsOf = new Map<number, number[]>();
   /** The rows' int8 vectors, and their exact ones from the table. */
@@ -98,10 +91,7 @@ export class VectorIndex {
     const projectOf = new Int32Array(capacity);
     projectOf.set(this.projectOf.subarray(0, this.count));
     this.projectOf = projectOf;
-    const rowids = new Float64Array(capacity).fill(Number.NaN);
-    rowids.set(this.rowids.subarray(0, this.count));
-    this.rowids = rowids;
-    this.ids.reserve(capacity);
+    this.keys.reserve(capacity, this.count);
     this.graph?.reserveRows(capacity);
     this.capacity = capacity;
   }
@@ -110,9 +100,9 @@ export class VectorIndex {
   startGraph(): void {
     if (this.graph !== null || this.size < this.annMin) return;
     const { dims, count, capacity } = this;
-    const centre = this.vectors.centre(count, (r) => this.ids.has(r));
+    const centre = this.vectors.centre(count, (r) => this.keys.has(r));
     this.graph = AnnGraph.create(dims, count, capacity, centre, this.annGraph);
-    for (let r = 0; r < this.count; r++) if (!this.ids.has(r)) this.graph.removed(r);
+    for (let r = 0; r < this.count; r++) if (!this.keys.has(r)) this.graph.removed(r);
   }
 
   /** Whether the graph lacks rows (`buildGraph` adds them). */
@@ -125,20 +115,10 @@ export class VectorIndex {
     const graph = this.graph;
     if (graph === null) return false;
     // Not a mutation: a snapshot records the graph's `covered` when it starts.
-    const alive = (r: number) => this.ids.has(r);
+    const alive = (r: number) => this.keys.has(r);
     const vectors = (rows: number[]) =>
-      this.vectors.unitRows(rows, this.idsOf(rows), this.rowidsOf(rows));
+      this.vectors.unitRows(rows, this.keys.idsOf(rows), this.keys.rowidsOf(rows));
     return graph.step(vectors, this.count, alive, budgetMs);
-  }
-
-  /** The chunk ids of rows. */
-  private idsOf(rows: readonly number[]): string[] {
-    return rows.map((r) => this.ids.get(r));
-  }
-
-  /** The vector table rowids of rows (NaN: not known). */
-  private rowidsOf(rows: readonly number[]): Float64Array {
-    return Float64Array.from(rows, (r) => this.rowids[r] ?? Number.NaN);
   }
 
   add(rows: readonly IndexRow[]): void {
@@ -147,16 +127,14 @@ export class VectorIndex {
     const dims = this.dims;
     for (const row of rows) {
       if (row.vector.length !== dims) throw new RangeError('vector dimensions differ');
-      const existing = this.rowOf.get(row.chunkId);
+      const existing = this.keys.row(row.chunkId);
       if (existing !== undefined) this.kill(existing);
       const r = this.count++;
       this.vectors.set(r, row.vector);
-      this.ids.set(r, row.chunkId);
-      this.rowids[r] = row.rowid ?? Number.NaN;
+      this.keys.set(r, row.chunkId, row.rowid);
       const document = this.documents.number(row.documentId);
       this.documentOf[r] = document;
       this.projectOf[r] = this.projects.number(row.projectKey);
-      this.rowOf.add(row.chunkId, r);
       let list = this.rowsOf.get(document);
       if (list === undefined) this.rowsOf.set(document, (list = []));
       list.push(r);
@@ -166,9 +144,7 @@ export class VectorIndex {
   }
 
   private kill(r: number): void {
-    if (!this.ids.has(r)) return;
-    this.rowOf.delete(this.ids.get(r));
-    this.ids.clear(r);
+    if (!this.keys.kill(r)) return;
     this.dead++;
     this.graph?.removed(r);
   }
@@ -203,19 +179,17 @@ export class VectorIndex {
     /** Old row → the live rows before it (where a prefix ending there ends now). */
     const liveBefore = new Int32Array(this.count + 1);
     this.rowsOf.clear();
-    this.rowOf.clear(this.size);
+    this.keys.compacting(this.size);
     for (let from = 0; from < this.count; from++) {
       liveBefore[from] = to;
-      if (!this.ids.has(from)) continue;
+      if (!this.keys.has(from)) continue;
       graph?.moved(from, to);
       if (to !== from) {
         this.vectors.copyRow(from, to);
-        this.ids.copy(from, to);
-        this.rowids[to] = this.rowids[from] ?? Number.NaN;
         this.documentOf[to] = this.documentOf[from] ?? 0;
         this.projectOf[to] = this.projectOf[from] ?? 0;
       }
-      this.rowOf.addRow(to);
+      this.keys.moved(from, to);
       const doc = this.documentOf[to] ?? 0;
       let list = this.rowsOf.get(doc);
       if (list === undefined) this.rowsOf.set(doc, (list = []));
@@ -223,7 +197,7 @@ export class VectorIndex {
       to++;
     }
     liveBefore[this.count] = to;
-    this.ids.truncate(to);
+    this.keys.compacted(to);
     graph?.compacted((end) => liveBefore[end] as number);
     this.count = to;
     this.dead = 0;
@@ -236,7 +210,7 @@ export class VectorIndex {
       const document = this.documents.find(id);
       if (document === undefined) continue;
       for (const r of this.rowsOf.get(document) ?? []) {
-        if (!this.ids.has(r) || this.documentOf[r] !== document) continue;
+        if (!this.keys.has(r) || this.documentOf[r] !== document) continue;
         if (project === -1 || this.projectOf[r] === project) rows.push(r);
       }
     }
@@ -285,11 +259,16 @@ export class VectorIndex {
     }
     rows ??= this.scanTop(query, 0, candidates(limit), project, allowed);
     const list = Array.from(rows);
-    const scores = this.vectors.exactScores(query, list, this.idsOf(list), this.rowidsOf(list));
+    const scores = this.vectors.exactScores(
+      query,
+      list,
+      this.keys.idsOf(list),
+      this.keys.rowidsOf(list),
+    );
     const scored = list.map((r, i) => ({ r, score: scores[i] as number }));
     scored.sort((a, b) => b.score - a.score);
     return scored.slice(0, limit).map((s) => ({
-      chunkId: this.ids.get(s.r),
+      chunkId: this.keys.id(s.r),
       documentId: this.documents.id(this.documentOf[s.r] ?? 0),
       score: s.score,
     }));
@@ -306,9 +285,9 @@ export class VectorIndex {
     project: number,
     allowed: Uint8Array | null,
   ): Int32Array {
-    const { ids, projectOf, documentOf } = this;
+    const { keys, projectOf, documentOf } = this;
     return this.vectors.scanTop(query, from, this.count, keep, (r) => {
-      if (!ids.has(r) || (project !== -1 && projectOf[r] !== project)) return false;
+      if (!keys.has(r) || (project !== -1 && projectOf[r] !== project)) return false;
       return allowed === null || allowed[documentOf[r] as number] === 1;
     });
   }
@@ -329,7 +308,7 @@ export class VectorIndex {
     if (found === null) return null;
     const rows: number[] = [];
     for (const r of found) {
-      if (!this.ids.has(r) || (project !== -1 && this.projectOf[r] !== project)) continue;
+      if (!this.keys.has(r) || (project !== -1 && this.projectOf[r] !== project)) continue;
       if (allowed !== null && allowed[this.documentOf[r] as number] !== 1) continue;
       rows.push(r);
     }
@@ -354,8 +333,7 @@ export class VectorIndex {
     return {
       dims: this.dims,
       count: n,
-      ids: this.ids,
-      rowids: this.rowids.subarray(0, n),
+      ...this.keys.state(n),
       documentOf: this.documentOf.subarray(0, n),
       projectOf: this.projectOf.subarray(0, n),
       documentIds: this.documents.list(),
@@ -382,28 +360,22 @@ export class VectorIndex {
     if (owned) {
       index.documentOf = state.documentOf;
       index.projectOf = state.projectOf;
-      index.rowids = state.rowids ?? new Float64Array(n).fill(Number.NaN);
       index.capacity = n;
     } else {
       index.reserve(n);
       index.documentOf.set(state.documentOf);
       index.projectOf.set(state.projectOf);
-      if (state.rowids !== undefined) index.rowids.set(state.rowids);
     }
     // The int8 rows are copied into the scan's memory either way.
     index.vectors.restore(owned ? state.scales : state.scales.slice(), state.int8, n);
     for (const id of state.documentIds) index.documents.number(id);
     for (const key of state.projectKeys) index.projects.number(key);
-    index.ids = owned ? state.ids : state.ids.clone(n);
-    index.ids.reserve(index.capacity);
+    const { keys, dead } = RowKeys.restore(state, n, index.capacity, owned);
+    index.keys = keys;
+    index.dead = dead;
     index.count = n;
-    index.rowOf.clear(n);
     for (let r = 0; r < n; r++) {
-      if (!index.ids.has(r)) {
-        index.dead++;
-        continue;
-      }
-      index.rowOf.addRow(r);
+      if (!keys.has(r)) continue;
       const document = state.documentOf[r] ?? 0;
       let list = index.rowsOf.get(document);
       if (list === undefined) index.rowsOf.set(document, (list = []));
@@ -421,7 +393,7 @@ export class VectorIndex {
     if (state.keyOf.length !== this.count || state.covered > this.count) {
       throw new RangeError('graph keys');
     }
-    const alive = (r: number) => this.ids.has(r);
+    const alive = (r: number) => this.keys.has(r);
     const graph = await AnnGraph.load(path, this.dims, state, this.count, alive, this.annGraph);
     graph.reserveRows(this.capacity);
     this.graph?.close();
@@ -449,30 +421,20 @@ export class VectorIndex {
   memoryReport(): Record<string, number> {
     return {
       'vector int8 + scale': this.vectors.byteLength,
-      'vector row numbers':
-        this.documentOf.byteLength + this.projectOf.byteLength + this.rowids.byteLength,
-      'vector chunk ids + id map': this.ids.byteLength + this.rowOf.byteLength,
+      'vector row numbers': this.documentOf.byteLength + this.projectOf.byteLength,
+      'vector chunk ids, id map, rowids': this.keys.byteLength,
       'vector graph (estimate) + keys': this.graph?.byteLength ?? 0,
     };
   }
 
   /** Whether a live row's vector table rowid is not known (a snapshot of an earlier build). */
   rowidsUnknown(): boolean {
-    for (let r = 0; r < this.count; r++) {
-      if (this.ids.has(r) && Number.isNaN(this.rowids[r])) return true;
-    }
-    return false;
+    return this.keys.rowidsUnknown(this.count);
   }
 
-  /**
-   * Records that chunk `chunkId`'s vector is at `rowid` in the table, for a live row that did not
-   * know; whether it was recorded. Not a mutation: reads check what they find there anyway.
-   */
+  /** Records where chunk `chunkId`'s vector is in the table (RowKeys.learnRowid). */
   learnRowid(chunkId: string, rowid: number): boolean {
-    const r = this.rowOf.get(chunkId);
-    if (r === undefined || !Number.isNaN(this.rowids[r])) return false;
-    this.rowids[r] = rowid;
-    return true;
+    return this.keys.learnRowid(chunkId, rowid);
   }
 
   /** Cosine similarity of `vector` with each given chunk that has a row. */
@@ -481,14 +443,14 @@ export class VectorIndex {
     const query = this.vectors.normalise(vector);
     const rows: number[] = [];
     for (const id of chunkIds) {
-      const r = this.rowOf.get(id);
+      const r = this.keys.row(id);
       if (r !== undefined) rows.push(r);
     }
     const scores =
       query === null
         ? null
-        : this.vectors.exactScores(query, rows, this.idsOf(rows), this.rowidsOf(rows));
-    rows.forEach((r, i) => result.set(this.ids.get(r), scores?.[i] ?? 0));
+        : this.vectors.exactScores(query, rows, this.keys.idsOf(rows), this.keys.rowidsOf(rows));
+    rows.forEach((r, i) => result.set(this.keys.id(r), scores?.[i] ?? 0));
     return result;
   }
 }
