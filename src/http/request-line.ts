@@ -49,6 +49,23 @@ const END = ',"msg":"request completed"}\n';
 /** pino's number: a non-finite one becomes null. */
 const num = (n: number): string => (Number.isFinite(n) ? String(n) : 'null');
 
+/** The object pino writes as this line (where the logger is not plain pino). */
+export function requestLineObject(f: RequestLineFields): Record<string, unknown> {
+  return {
+    reqId: f.reqId,
+    req: {
+      method: f.method,
+      url: f.url,
+      version: f.version,
+      host: f.host,
+      remoteAddress: f.remoteAddress,
+      remotePort: f.remotePort,
+    },
+    res: { statusCode: f.statusCode },
+    responseTime: f.responseTime,
+  };
+}
+
 /** The line's JSON after pino's prefix (level, time, bindings). */
 export function requestLineBody(f: RequestLineFields): string {
   let req = `{"method":${JSON.stringify(f.method)},"url":${JSON.stringify(f.url)}`;

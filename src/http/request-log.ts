@@ -18,7 +18,12 @@ import {
 } from 'fastify';
 import type { FastifyChildLoggerFactory } from 'fastify/types/logger.js';
 import { levels, type Bindings, type ChildLoggerOptions } from 'pino';
-import { lineWriter, type RequestLineWriter } from './request-line.js';
+import {
+  lineWriter,
+  requestLineObject,
+  type RequestLineFields,
+  type RequestLineWriter,
+} from './request-line.js';
 
 const INFO = levels.values.info ?? 30;
 
@@ -53,37 +58,20 @@ export class RequestLog extends LogController {
     }
     const level = levels.values[request.log.level]; // undefined: 'silent'
     if (level === undefined || level > INFO) return;
-    if (this.fast !== undefined) {
-      this.fast({
-        reqId: request.id,
-        method: request.method,
-        url: request.url,
-        version: versionOf(request),
-        host: request.host,
-        remoteAddress: request.ip,
-        remotePort: request.socket.remotePort,
-        statusCode: reply.statusCode,
-        responseTime: reply.elapsedTime,
-      });
-      return;
-    }
     // The fields of Fastify's req and res serializers, and the reqId its request logger binds.
-    this.lines.info(
-      {
-        reqId: request.id,
-        req: {
-          method: request.method,
-          url: request.url,
-          version: versionOf(request),
-          host: request.host,
-          remoteAddress: request.ip,
-          remotePort: request.socket.remotePort,
-        },
-        res: { statusCode: reply.statusCode },
-        responseTime: reply.elapsedTime,
-      },
-      'request completed',
-    );
+    const fields: RequestLineFields = {
+      reqId: request.id,
+      method: request.method,
+      url: request.url,
+      version: versionOf(request),
+      host: request.host,
+      remoteAddress: request.ip,
+      remotePort: request.socket.remotePort,
+      statusCode: reply.statusCode,
+      responseTime: reply.elapsedTime,
+    };
+    if (this.fast !== undefined) this.fast(fields);
+    else this.lines.info(requestLineObject(fields), 'request completed');
   }
 }
 

@@ -168,10 +168,7 @@ export class SqliteChunkStore implements ChunkStore {
         if (vector !== null) vectors?.prefetch(vector, filter, limit + 32);
         const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
         const keywordMax = text === null ? 0 : this.keywordMax(text);
-        const semantic =
-          vector === null || vectors === null
-            ? []
-            : this.vectorSearch(vectors, vector, filter, limit);
+        // The keyword candidates' cosines too, before the vector search waits for the graph.
         const cosine =
           vector === null || vectors === null || keyword.length === 0
             ? new Map<string, number>()
@@ -179,6 +176,10 @@ export class SqliteChunkStore implements ChunkStore {
                 vector,
                 keyword.map((k) => k.chunkId),
               );
+        const semantic =
+          vector === null || vectors === null
+            ? []
+            : this.vectorSearch(vectors, vector, filter, limit);
         const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
         return inRankOrder(top, this.hits(top.map((c) => c.chunkId)));
       })

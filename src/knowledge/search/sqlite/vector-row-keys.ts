@@ -17,11 +17,11 @@ export class RowKeys {
 
   /** Room for `capacity` rows, the first `count` kept. */
   reserve(capacity: number, count: number): void {
+    this.ids.reserve(capacity);
     if (capacity <= this.rowids.length) return;
     const rowids = new Float64Array(capacity).fill(Number.NaN);
     rowids.set(this.rowids.subarray(0, count));
     this.rowids = rowids;
-    this.ids.reserve(capacity);
   }
 
   /** Whether row `r` is live (holds a chunk). */
