@@ -42,6 +42,14 @@ const hooksSym = symbol('hooksSym');
 const msgPrefixSym = symbol('msgPrefixSym');
 const messageKeySym = symbol('messageKeySym');
 const needsMetadataGsym = symbol('needsMetadataGsym');
+const serializersSym = symbol('serializersSym');
+const stringifiersSym = symbol('stringifiersSym');
+const wildcardFirstSym = symbol('wildcardFirstSym');
+const endSym = symbol('endSym');
+const nestedKeySym = symbol('nestedKeySym');
+
+/** The line's own keys: a serializer or stringifier of one would change what pino writes. */
+const KEYS = ['reqId', 'req', 'res', 'responseTime', 'msg'];
 
 const INFO = 30;
 const END = ',"msg":"request completed"}\n';
@@ -84,6 +92,12 @@ interface PinoInternals {
   [key: symbol]: unknown;
 }
 
+/** Whether an object (pino's serializers or stringifiers) has none of the line's keys. */
+function ownNone(object: unknown): boolean {
+  if (typeof object !== 'object' || object === null) return true;
+  return KEYS.every((key) => !Object.prototype.hasOwnProperty.call(object, key));
+}
+
 /**
  * A writer of the request line through `logger`'s own stream, or undefined when `logger` is not
  * a plain pino logger (then pino must format the line).
@@ -107,7 +121,12 @@ export function lineWriter(logger: FastifyBaseLogger): RequestLineWriter | undef
     hooks?.streamWrite == null &&
     hooks?.logMethod == null &&
     !internals[msgPrefixSym] &&
-    internals[messageKeySym] === 'msg';
+    internals[messageKeySym] === 'msg' &&
+    internals[endSym] === '}\n' &&
+    internals[nestedKeySym] == null &&
+    ownNone(internals[serializersSym]) &&
+    ownNone(internals[stringifiersSym]) &&
+    (internals[stringifiersSym] as PinoInternals | undefined)?.[wildcardFirstSym] === undefined;
   if (!plain) return undefined;
   const now = (time as () => string).bind(logger);
   const bindings = internals[chindingsSym] as string;

@@ -132,6 +132,22 @@ describe('VectorIndex', () => {
     expect(index.search(q, {}, 1)[0]).toMatchObject({ chunkId: 'c45' });
     expect(index.size).toBe(left.length);
   });
+
+  it('learns the table rowids its rows lacked (a snapshot being written from it is voided)', () => {
+    const small = new VectorIndex(DIMS, table);
+    small.add(table.put(all.slice(0, 10)));
+    expect(small.rowidsUnknown()).toBe(true);
+    const before = small.mutations;
+    expect(small.learnRowid('c3', 103)).toBe(true);
+    expect(small.learnRowid('c3', 999)).toBe(false);
+    expect(small.learnRowid('missing', 1)).toBe(false);
+    expect(small.mutations).toBe(before + 1);
+    for (let i = 0; i < 10; i++) small.learnRowid(`c${i}`, 100 + i);
+    expect(small.rowidsUnknown()).toBe(false);
+    expect(Array.from(small.state().rowids ?? [])).toEqual(
+      Array.from({ length: 10 }, (_, i) => 100 + i),
+    );
+  });
 });
 
 describe('the store and writes by another process', () => {

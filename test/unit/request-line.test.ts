@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import type { FastifyBaseLogger } from 'fastify';
 import { pino, type LoggerOptions } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
 import {
   lineWriter,
   requestLineObject,
@@ -92,6 +93,18 @@ describe('the request line', () => {
     });
   });
 
+  it('is used with the server’s own logger (logger.ts), JSON lines and readable ones', () => {
+    for (const logFormat of ['json', 'pretty'] as const) {
+      const out = new Writable({
+        write: (_chunk, _encoding, done) => {
+          done();
+        },
+      });
+      const root = createLogger({ logLevel: 'info', logFormat }, out, false);
+      expect(lineWriter(root.child({}, { redact: [] }))).toBeDefined();
+    }
+  });
+
   it('is not used where pino would format the line differently', () => {
     const cases: LoggerOptions[] = [
       { formatters: { log: (o) => ({ ...o, extra: 1 }) } },
@@ -99,6 +112,9 @@ describe('the request line', () => {
       { messageKey: 'message' },
       { msgPrefix: '[api] ' },
       { hooks: { streamWrite: (s) => s } },
+      { serializers: { req: (r: unknown) => r } },
+      { crlf: true },
+      { nestedKey: 'payload' },
     ];
     for (const options of cases) expect(lineWriter(capture(options).logger)).toBeUndefined();
   });

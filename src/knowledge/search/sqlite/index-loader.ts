@@ -387,6 +387,8 @@ export class IndexLoader {
           written = await files.write(kind, meta, keywordSections(state, sharedLexer()), unchanged);
         } else {
           const state = index.state();
+          // Taken now, with `state`: the awaits below let changes in (which void this snapshot).
+          const sections = vectorSections(state);
           let graph: GraphMeta | undefined;
           // A graph being built is saved once complete (its rows' snapshot is written meanwhile).
           if (state.graph !== undefined && !index.graphPending) {
@@ -397,7 +399,7 @@ export class IndexLoader {
             graph = { ...file, nextKey, covered };
           }
           const meta = { generation, count: state.count, dims: index.dims, graph };
-          written = await files.write(kind, meta, vectorSections(state), unchanged);
+          written = await files.write(kind, meta, sections, unchanged);
           if (written) this.graphFiles.set(kind, graph?.file ?? '');
           files.removeGraphs(kind, this.graphFiles.get(kind) ?? null);
         }

@@ -432,9 +432,14 @@ export class VectorIndex {
     return this.keys.rowidsUnknown(this.count);
   }
 
-  /** Records where chunk `chunkId`'s vector is in the table (RowKeys.learnRowid). */
+  /**
+   * Records where chunk `chunkId`'s vector is in the table (RowKeys.learnRowid). It changes no
+   * answer, but the bytes of a snapshot: one being written from the live arrays is voided.
+   */
   learnRowid(chunkId: string, rowid: number): boolean {
-    return this.keys.learnRowid(chunkId, rowid);
+    const learned = this.keys.learnRowid(chunkId, rowid);
+    if (learned) this.mutations++;
+    return learned;
   }
 
   /** Cosine similarity of `vector` with each given chunk that has a row. */

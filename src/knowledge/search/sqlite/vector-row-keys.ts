@@ -93,7 +93,7 @@ export class RowKeys {
 
   /**
    * Records that chunk `chunkId`'s vector is at `rowid` in the table, for a live row that did not
-   * know; whether it was recorded. Not a change of the index: reads check what they find there.
+   * know; whether it was recorded. Reads check what they find there, so no answer changes.
    */
   learnRowid(chunkId: string, rowid: number): boolean {
     const r = this.rowOf.get(chunkId);
