@@ -115,6 +115,7 @@ notes.push(
 );
 
 const queries = Array.from({ length: queryCount }, () => generator.query());
+const firstQuery = queries[0] ?? 'first query';
 const env: Record<string, string> = { ...benchEnv(dir, KEY) };
 for (const pair of values['server-env']) {
   const at = pair.indexOf('=');
@@ -187,27 +188,34 @@ async function queryAll(
 
 const NOT_MEASURED = { listenS: Number.NaN, readyS: Number.NaN, graphS: Number.NaN };
 
-/** A restart on the snapshots there are, measured with its queries (`--restarts`). */
-async function measureRestart(label: string, cli: string): Promise<void> {
+/**
+ * A restart on the snapshots there are: listening, ready, the first hybrid query, RSS when ready
+ * and after `load(base)` (what it returns is passed on).
+ */
+async function restart<T>(label: string, cli: string, load: (base: string) => Promise<T>) {
   log(`${label}: restart`);
   const again = await startTimed(cli, env, 1800);
   const rssRestart = rssOf(again.child.pid!);
-  const [, firstQueryMs] = await retrieve(again.base, queries[0]!, 'hybrid');
-  const { latency, recall } = await queryAll(label, again.base);
+  const [, firstQueryMs] = await retrieve(again.base, firstQuery, 'hybrid');
+  const result = await load(again.base);
   const rssRestartQueries = rssOf(again.child.pid!);
   await stop(again.child);
   log(`${label}: listening after ${s(again.listenS)}, ready after ${s(again.readyS)}`);
+  const times = { listenS: again.listenS, readyS: again.readyS, firstQueryMs };
+  return { restart: times, rssRestart, rssRestartQueries, result };
+}
+
+/** A restart measured with its queries (`--restarts`). */
+async function measureRestart(label: string, cli: string): Promise<void> {
+  const { result, ...restarted } = await restart(label, cli, (base) => queryAll(label, base));
   runs.push({
     label,
     cold: NOT_MEASURED,
-    restart: { listenS: again.listenS, readyS: again.readyS, firstQueryMs },
+    ...restarted,
     rssRest: Number.NaN,
     rssQueries: Number.NaN,
-    rssRestart,
-    rssRestartQueries,
-    latency,
     snapshotBytes: snapshotsBytes(),
-    recall,
+    ...result,
   });
 }
 
@@ -247,22 +255,17 @@ async function measure(label: string, cli: string): Promise<void> {
   }
   const snapshotBytes = saved() ? snapshotsBytes() : 0;
   await stop(first.child);
-  log(`${label}: restart`);
-  const again = await startTimed(cli, env, 1800);
-  const rssRestart = rssOf(again.child.pid!);
-  const [, firstQueryMs] = await retrieve(again.base, queries[0]!, 'hybrid');
-  for (const mode of MODES) for (const q of queries) await retrieve(again.base, q, mode);
-  const rssRestartQueries = rssOf(again.child.pid!);
-  await stop(again.child);
-  log(`${label}: listening after ${s(again.listenS)}, ready after ${s(again.readyS)}`);
+  const restarted = await restart(label, cli, async (base) => {
+    for (const mode of MODES) for (const q of queries) await retrieve(base, q, mode);
+  });
   runs.push({
     label,
     cold: { ...first, graphS },
-    restart: { listenS: again.listenS, readyS: again.readyS, firstQueryMs },
+    restart: restarted.restart,
     rssRest,
     rssQueries,
-    rssRestart,
-    rssRestartQueries,
+    rssRestart: restarted.rssRestart,
+    rssRestartQueries: restarted.rssRestartQueries,
     latency,
     snapshotBytes,
     recall,

@@ -7,6 +7,8 @@
  * `idHash` is the hash the id table (id-table.ts) files ids under; `hashAt` gives it for a row
  * without making the id's string.
  */
+import { FNV_OFFSET, fnv1a, fnvStep } from './fnv1a.js';
+
 const NONE = 0;
 const PACKED = 1;
 const OTHER = 2;
@@ -18,12 +20,8 @@ const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'
 const DIGIT = new Int8Array(128).fill(-1);
 for (let v = 0; v < 16; v++) DIGIT[v.toString(16).charCodeAt(0)] = v;
 
-/** FNV-1a (32 bits) of a string's UTF-16 units. */
-export function idHash(id: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
+/** The hash the id table files an id under (`hashAt` gives it for a row). */
+export const idHash = fnv1a;
 
 /** The 16 bytes of a canonical UUID into `out` at `at`; false when `id` is not one. */
 function pack(id: string, out: Uint8Array, at: number): boolean {
@@ -133,13 +131,12 @@ export class ChunkIds {
     const kind = this.kinds[r];
     if (kind === OTHER) return idHash(this.others.get(r) ?? '');
     if (kind !== PACKED) return 0;
-    let h = 0x811c9dc5;
+    let h = FNV_OFFSET;
     const b = this.bytes;
     for (let i = 0; i < 16; i++) {
-      if (i === 4 || i === 6 || i === 8 || i === 10) h = Math.imul(h ^ 0x2d, 0x01000193);
+      if (i === 4 || i === 6 || i === 8 || i === 10) h = fnvStep(h, 0x2d);
       const text = HEX[b[r * 16 + i] as number] as string;
-      h = Math.imul(h ^ text.charCodeAt(0), 0x01000193);
-      h = Math.imul(h ^ text.charCodeAt(1), 0x01000193);
+      h = fnvStep(fnvStep(h, text.charCodeAt(0)), text.charCodeAt(1));
     }
     return h >>> 0;
   }

@@ -166,13 +166,14 @@ export class IndexLoader {
           `select rowid, chunk_id from ${table} where rowid > ? order by rowid limit ?`,
         );
         const slice = slicer();
+        const batch = BUILD_BATCH * 32;
         let learned = 0;
         for (let after = Number.MIN_SAFE_INTEGER; ;) {
           // Dropped or replaced meanwhile (a reload): nothing to finish.
           if (this.closed || this.indexes.vectors.get(table) !== copy) return;
-          const rows = select.raw().all(after, BUILD_BATCH * 32) as [number, string][];
+          const rows = select.raw().all(after, batch) as [number, string][];
           for (const [rowid, chunkId] of rows) if (copy.index.learnRowid(chunkId, rowid)) learned++;
-          if (rows.length < BUILD_BATCH * 32) break;
+          if (rows.length < batch) break;
           after = rows[rows.length - 1]?.[0] ?? after;
           await slice();
         }

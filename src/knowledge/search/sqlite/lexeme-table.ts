@@ -6,18 +6,14 @@
  * (~60). A corpus with a million distinct lexemes (codes, numbers, labels) holds ~30 MB less,
  * and nothing for the collector to walk (issue 13).
  */
+import { FNV_OFFSET, fnv1a, fnvStep } from './fnv1a.js';
+
 const EMPTY = -1;
 
-function hashOf(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
-
-/** hashOf of the text these units spell. */
+/** fnv1a of the text these units spell. */
 function hashOfUnits(units: Uint16Array, start: number, end: number): number {
-  let h = 0x811c9dc5;
-  for (let i = start; i < end; i++) h = Math.imul(h ^ (units[i] as number), 0x01000193);
+  let h = FNV_OFFSET;
+  for (let i = start; i < end; i++) h = fnvStep(h, units[i] as number);
   return h >>> 0;
 }
 
@@ -37,7 +33,7 @@ export class LexemeTable {
   idOf(lexeme: string): number {
     const slots = this.slots;
     const mask = slots.length - 1;
-    for (let i = hashOf(lexeme) & mask; ; i = (i + 1) & mask) {
+    for (let i = fnv1a(lexeme) & mask; ; i = (i + 1) & mask) {
       const id = slots[i] as number;
       if (id === EMPTY) return -1;
       if (this.holds(id, lexeme)) return id;
@@ -48,7 +44,7 @@ export class LexemeTable {
   intern(lexeme: string): number {
     const slots = this.slots;
     const mask = slots.length - 1;
-    let i = hashOf(lexeme) & mask;
+    let i = fnv1a(lexeme) & mask;
     for (; ; i = (i + 1) & mask) {
       const id = slots[i] as number;
       if (id === EMPTY) break;

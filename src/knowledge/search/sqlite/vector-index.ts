@@ -259,16 +259,12 @@ export class VectorIndex {
     }
     rows ??= this.scanTop(query, 0, candidates(limit), project, allowed);
     const list = Array.from(rows);
-    const scores = this.vectors.exactScores(
-      query,
-      list,
-      this.keys.idsOf(list),
-      this.keys.rowidsOf(list),
-    );
-    const scored = list.map((r, i) => ({ r, score: scores[i] as number }));
+    const ids = this.keys.idsOf(list);
+    const scores = this.vectors.exactScores(query, list, ids, this.keys.rowidsOf(list));
+    const scored = list.map((r, i) => ({ r, id: ids[i] ?? '', score: scores[i] as number }));
     scored.sort((a, b) => b.score - a.score);
     return scored.slice(0, limit).map((s) => ({
-      chunkId: this.keys.id(s.r),
+      chunkId: s.id,
       documentId: this.documents.id(this.documentOf[s.r] ?? 0),
       score: s.score,
     }));
@@ -451,11 +447,10 @@ export class VectorIndex {
       const r = this.keys.row(id);
       if (r !== undefined) rows.push(r);
     }
+    const ids = this.keys.idsOf(rows);
     const scores =
-      query === null
-        ? null
-        : this.vectors.exactScores(query, rows, this.keys.idsOf(rows), this.keys.rowidsOf(rows));
-    rows.forEach((r, i) => result.set(this.keys.id(r), scores?.[i] ?? 0));
+      query === null ? null : this.vectors.exactScores(query, rows, ids, this.keys.rowidsOf(rows));
+    ids.forEach((id, i) => result.set(id, scores?.[i] ?? 0));
     return result;
   }
 }

@@ -29,11 +29,6 @@ export class RowKeys {
     return this.ids.has(r);
   }
 
-  /** The chunk id of row `r` ('' for a deleted row). */
-  id(r: number): string {
-    return this.ids.get(r);
-  }
-
   /** The live row of a chunk, if any. */
   row(chunkId: string): number | undefined {
     return this.rowOf.get(chunkId);
@@ -119,9 +114,9 @@ export class RowKeys {
   ): { keys: RowKeys; dead: number } {
     const keys = new RowKeys();
     keys.ids = owned ? state.ids : state.ids.clone(count);
-    keys.rowids = owned && state.rowids !== undefined ? state.rowids : new Float64Array(count);
-    if (!owned || state.rowids === undefined) {
-      keys.rowids.fill(Number.NaN);
+    if (owned && state.rowids !== undefined) keys.rowids = state.rowids;
+    else {
+      keys.rowids = new Float64Array(count).fill(Number.NaN);
       if (state.rowids !== undefined) keys.rowids.set(state.rowids.subarray(0, count));
     }
     keys.reserve(capacity, count);
