@@ -16,6 +16,9 @@
  *    /health/ready: the search indexes loaded, full speed), RSS at rest and after the queries
  *    (of the first start, and of the restarted server, whose indexes come from the snapshots),
  *    p50 / p95 per mode, recall@10 of the semantic mode against an exact float32 scan.
+ *    Hybrid answers (the first `--recall-queries` queries, and the paraphrase set's questions)
+ *    are compared with a server of this build whose vector graph is off (the exact scan,
+ *    SEARCH_ANN_MIN_VECTORS=-1), started once at the end: hybrid agreement@10 vs exact.
  * 3. Bytes per chunk of each in-process structure, from this build's indexes loaded in this
  *    process (`SqliteChunkStore.memoryReport`).
  *
@@ -160,16 +163,27 @@ interface Run {
   latency: Map<Mode, { p50: number; p95: number }>;
   snapshotBytes: number;
   recall: number;
+  /** Hybrid top 10 of the recall queries and of the paraphrase questions, per query. */
+  hybrid: { text: string[][]; paraphrase: string[][] };
 }
 const runs: Run[] = [];
+/** The paraphrase set's questions: worded unlike the passages, the vector side counts more. */
+const questions = loadParaphrase()
+  .queries.filter((q) => q.kind === 'paraphrase')
+  .map((q) => q.query);
 
 /** `--queries` queries per mode: p50 / p95, and the semantic mode's recall against the exact scan. */
 async function queryAll(
   label: string,
   base: string,
-): Promise<{ latency: Map<Mode, { p50: number; p95: number }>; recall: number }> {
+): Promise<{
+  latency: Map<Mode, { p50: number; p95: number }>;
+  recall: number;
+  hybrid: Run['hybrid'];
+}> {
   const latency = new Map<Mode, { p50: number; p95: number }>();
   let recalled = 0;
+  const hybrid: Run['hybrid'] = { text: [], paraphrase: [] };
   for (const mode of MODES) {
     for (const q of queries.slice(0, 5)) await retrieve(base, q, mode); // warm-up
     const times: number[] = [];
@@ -178,12 +192,31 @@ async function queryAll(
       times.push(elapsed);
       const want = mode === 'semantic' ? exactTop[i] : undefined;
       if (want !== undefined) recalled += items.filter((h) => want.includes(h.id)).length;
+      if (mode === 'hybrid' && i < recallCount) hybrid.text.push(items.map((h) => h.id));
     }
     const l = latencySummary(times);
     latency.set(mode, { p50: l.p50, p95: l.p95 });
     log(`${label}: ${mode} p50 ${ms(l.p50)} / p95 ${ms(l.p95)} ms`);
   }
-  return { latency, recall: recalled / (10 * Math.max(1, exactTop.length)) };
+  hybrid.paraphrase = await hybridAnswers(base, questions);
+  return { latency, recall: recalled / (10 * Math.max(1, exactTop.length)), hybrid };
+}
+
+async function hybridAnswers(base: string, list: string[]): Promise<string[][]> {
+  const answers: string[][] = [];
+  for (const q of list) answers.push((await retrieve(base, q, 'hybrid'))[0].map((h) => h.id));
+  return answers;
+}
+
+/** Share of the reference's top-10 ids each answer holds (agreement@10). */
+function agreement(answers: string[][], reference: string[][]): number {
+  let found = 0;
+  let wanted = 0;
+  reference.forEach((want, i) => {
+    wanted += want.length;
+    found += want.filter((id) => answers[i]?.includes(id) === true).length;
+  });
+  return wanted === 0 ? Number.NaN : found / wanted;
 }
 
 const NOT_MEASURED = { listenS: Number.NaN, readyS: Number.NaN, graphS: Number.NaN };
@@ -244,7 +277,7 @@ async function measure(label: string, cli: string): Promise<void> {
   if (graphSaved()) log(`${label}: graph saved after ${s(graphS)}`);
   await new Promise((r) => setTimeout(r, 2000));
   const rssRest = rssOf(first.child.pid!);
-  const { latency, recall } = await queryAll(label, first.base);
+  const { latency, recall, hybrid } = await queryAll(label, first.base);
   const rssQueries = rssOf(first.child.pid!);
   // A build that keeps snapshots writes them after a build from the tables: wait for them.
   const saved = () =>
@@ -269,9 +302,11 @@ async function measure(label: string, cli: string): Promise<void> {
     latency,
     snapshotBytes,
     recall,
+    hybrid,
   });
 }
 
+let exactHybrid: Run['hybrid'] | null = null;
 try {
   const builds: [string, string][] = [];
   if (values['before-cli'] !== undefined) builds.push(['before', values['before-cli']]);
@@ -281,6 +316,18 @@ try {
     for (const [label, cli] of builds) await measureRestart(`${label} (${round})`, cli);
   }
   if (restarts === 0) for (const [label, cli] of builds) await measure(label, cli);
+
+  // The hybrid answers with the exact scan instead of the graph (this build, graph off).
+  if (total >= annMin) {
+    log('hybrid with the vector graph off (the exact scan): the reference');
+    const reference = await startTimed(values.cli, { ...env, SEARCH_ANN_MIN_VECTORS: '-1' }, 1800);
+    const text: string[][] = [];
+    for (const q of queries.slice(0, recallCount)) {
+      text.push((await retrieve(reference.base, q, 'hybrid'))[0].map((h) => h.id));
+    }
+    exactHybrid = { text, paraphrase: await hybridAnswers(reference.base, questions) };
+    await stop(reference.child);
+  }
 
   // Bytes per chunk of each structure: this build's indexes, loaded in this process as its
   // server loads them (from the snapshots it left, with its vector graph when it has one).
@@ -335,3 +382,10 @@ for (const mode of MODES) {
 }
 row('search index snapshots on disk', (r) => mb(r.snapshotBytes));
 row(`semantic recall@10 vs exact (${exactTop.length} queries)`, (r) => r.recall.toFixed(3));
+const agreed = (set: keyof Run['hybrid']) => (r: Run) =>
+  exactHybrid === null ? '–' : agreement(r.hybrid[set], exactHybrid[set]).toFixed(3);
+row(`hybrid agreement@10 vs the exact scan (${recallCount} queries)`, agreed('text'));
+row(
+  `hybrid agreement@10 vs the exact scan (${questions.length} paraphrase questions)`,
+  agreed('paraphrase'),
+);

@@ -142,8 +142,18 @@ export async function hnswCurve(
   );
   const table = tables.rows[0]?.table_name;
   if (table === undefined) return [];
+  return hnswCurveOf(database.pool, table, vectors, efs);
+}
+
+/** hnswCurve over the vector table `table` (column `embedding`, chunk ids in `chunk_id`). */
+export async function hnswCurveOf(
+  pool: pg.Pool,
+  table: string,
+  vectors: Float32Array[],
+  efs: readonly number[],
+): Promise<string[]> {
   const literal = (v: Float32Array) => `[${Array.from(v).join(',')}]`;
-  const client = await database.pool.connect();
+  const client = await pool.connect();
   try {
     const exact: string[][] = [];
     await client.query('begin');

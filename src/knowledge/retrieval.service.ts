@@ -119,6 +119,7 @@ export class RetrievalService {
         model: this.embedder.model,
         filter,
         limit,
+        ...(body.mode === 'hybrid' ? { fusedTop: body.topK } : {}),
       },
       (evidence) => rank(body, embedding, evidence),
     );

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SqliteDatabase } from '../../src/db/database.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
@@ -64,8 +64,12 @@ async function buildAll(index: VectorIndex): Promise<void> {
 
 /** Indexes with a graph (a worker thread each), stopped after each test. */
 const indexes: VectorIndex[] = [];
-const withGraph = (table: MemoryVectorTable, annMin: number) => {
-  const index = new VectorIndex(DIMS, table, { annMin });
+const withGraph = (
+  table: MemoryVectorTable,
+  annMin: number,
+  annGraph?: { searchList: number; fusedList: number },
+) => {
+  const index = new VectorIndex(DIMS, table, { annMin, ...(annGraph ? { annGraph } : {}) });
   indexes.push(index);
   return index;
 };
@@ -120,6 +124,33 @@ describe('the approximate graph of a vector index', () => {
       }
     }
     expect(found / (10 * queries)).toBeGreaterThanOrEqual(0.98);
+  });
+
+  it('looks with the shorter list of a fused (hybrid) search only when told so', async () => {
+    const rows = clustered(6000, 60);
+    const table = new MemoryVectorTable();
+    // A fused list shorter than the candidates asked: the search looks as far as k only.
+    const index = withGraph(table, 1000, { searchList: 512, fusedList: 1 });
+    index.add(table.put(rows));
+    await buildAll(index);
+    const recall = (fused: boolean) => {
+      let found = 0;
+      const queries = 60;
+      const seeded = seededRandom(11);
+      for (let q = 0; q < queries; q++) {
+        const query = Float32Array.from({ length: DIMS }, () => seeded() * 2 - 1);
+        const want = exactTop(rows, query, 10);
+        // Asked ahead with the other kind first: the search must not take that answer.
+        index.prefetch(query, {}, 10, !fused);
+        const got = index.search(query, {}, 10, fused);
+        found += got.filter((c) => want.includes(c.chunkId)).length;
+      }
+      return found / (10 * queries);
+    };
+    const alone = recall(false);
+    const fused = recall(true);
+    expect(alone).toBeGreaterThanOrEqual(0.98);
+    expect(fused).toBeLessThan(alone);
   });
 
   it('answers from its worker while the caller works, and scans when the worker is gone', async () => {
@@ -285,6 +316,33 @@ async function nearest(store: SqliteChunkStore, queries: Float32Array[]): Promis
 }
 
 describe('the graph beside the snapshot (SQLite store)', () => {
+  it('looks less far for a hybrid search with keyword candidates, in full otherwise', async () => {
+    const dir = tempDir();
+    const database = openSqlite(join(dir, 'aps.sqlite'));
+    expect((await migrate(database, MIGRATIONS)).status).toBe('ok');
+    const entry = { database, stores: [] as SqliteChunkStore[] };
+    open.push(entry);
+    const rows = clustered(600, 20).map((r) => ({ ...r, chunkId: randomUUID() }));
+    const store = storeOf(entry, []);
+    await addDocument(entry, store, rows);
+    await store.warm(MODEL);
+    await store.buildGraphs();
+    const searches = vi.spyOn(VectorIndex.prototype, 'search');
+    const fusedOf = async (text: string | null) => {
+      searches.mockClear();
+      const vector = rows[3]!.vector;
+      await store.search({ text, vector, model: MODEL, filter: {}, limit: 10 }, () => []);
+      return searches.mock.calls.map((call) => call[3]);
+    };
+    try {
+      expect(await fusedOf('chunk')).toEqual([true]);
+      expect(await fusedOf(null)).toEqual([false]);
+      expect(await fusedOf('nothing-matches-this')).toEqual([false]);
+    } finally {
+      searches.mockRestore();
+    }
+  });
+
   it('is saved, loaded when its file checks out, and rebuilt when it is corrupt', async () => {
     const dir = tempDir();
     const database = openSqlite(join(dir, 'aps.sqlite'));

@@ -134,6 +134,14 @@ export interface SearchRequest {
   filter: SearchFilter;
   /** Candidates fetched from each index. */
   limit: number;
+  /**
+   * A hybrid answer's length (topK): the vector search then returns that many nearest chunks
+   * instead of `limit`. Fusion (fusion.ts) scores a chunk without a keyword match `room × cosine`
+   * and a keyword candidate `K + room × cosine` with its exact cosine, so each of the `fusedTop`
+   * nearest scores at least as much as any chunk farther away: none of those can enter an answer
+   * of that length (ties aside).
+   */
+  fusedTop?: number;
 }
 
 /** The raw evidence a ranking works from. */

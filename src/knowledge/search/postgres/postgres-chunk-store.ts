@@ -371,10 +371,12 @@ export class PostgresChunkStore implements ChunkStore {
     }
     const table =
       vector === null ? null : await this.vectors.table(client, model, vector.length, false);
+    // A hybrid answer needs only its own length of nearest chunks (`fusedTop`, chunk-store.ts).
+    const depth = request.text === null ? limit : (request.fusedTop ?? limit);
     const semantic =
       vector === null || table === null
         ? []
-        : await this.vectors.search(client, table, vector, filter, limit);
+        : await this.vectors.search(client, table, vector, filter, depth);
     const cosine =
       vector === null || table === null
         ? new Map<string, number>()

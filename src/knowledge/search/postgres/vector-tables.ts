@@ -30,7 +30,7 @@ const HNSW_EF_SEARCH = 400;
  * at 100k from 0.85 to 0.96 at ef_search 100 (0.95 to 0.98 at 400) on the bench's vectors.
  * Tables created before keep the graph they were built with (see the README to rebuild one).
  */
-const HNSW_BUILD = 'with (m = 32, ef_construction = 128)';
+export const HNSW_BUILD = 'with (m = 32, ef_construction = 128)';
 
 /** HNSW indexes `vector` up to 2,000 dimensions and `halfvec` up to 4,000. */
 const HNSW_MAX_VECTOR = 2000;

@@ -11,12 +11,16 @@
 /** Keys an answer holds at most (a search asks for fewer). */
 const MAX_KEYS = 16_384;
 
-/** Int32 slots of the buffer's head: the request's number, the answer's, k, the keys found. */
+/**
+ * Int32 slots of the buffer's head: the request's number, the answer's, k, the search's candidate
+ * list, the keys found.
+ */
 const REQUEST = 0;
 const ANSWER = 1;
 const K = 2;
-const COUNT = 3;
-const HEAD = 4;
+const LIST = 3;
+const COUNT = 4;
+const HEAD = 5;
 
 /** A message to the worker. */
 export type GraphRequest =
@@ -26,7 +30,6 @@ export type GraphRequest =
       dims: number;
       connectivity: number;
       expansionAdd: number;
-      expansionSearch: number;
       buffer: SharedArrayBuffer;
       /** A saved graph to load. */
       path?: string;
@@ -62,10 +65,14 @@ export class SearchChannel {
 
   // --- the main thread --------------------------------------------------------------------------
 
-  /** Writes search `seq` (k nearest to `query`); the worker answers it at its next look. */
-  ask(seq: number, query: Float32Array, k: number): void {
+  /**
+   * Writes search `seq` (the k nearest to `query`, looked for with a candidate list of `list`);
+   * the worker answers it at its next look.
+   */
+  ask(seq: number, query: Float32Array, k: number, list: number): void {
     this.query.set(query);
     this.control[K] = Math.min(k, MAX_KEYS);
+    this.control[LIST] = list;
     Atomics.store(this.control, REQUEST, seq);
   }
 
@@ -83,21 +90,22 @@ export class SearchChannel {
 
   // --- the worker -------------------------------------------------------------------------------
 
-  /** The search waiting for an answer (its number, k and a copy of the query), if any. */
-  pending(): { seq: number; k: number; query: Float32Array } | null {
+  /** The search waiting for an answer (its number, k, list and a copy of the query), if any. */
+  pending(): { seq: number; k: number; list: number; query: Float32Array } | null {
     for (;;) {
       const seq = Atomics.load(this.control, REQUEST);
       if (seq === Atomics.load(this.control, ANSWER)) return null;
       const k = this.control[K] as number;
+      const list = this.control[LIST] as number;
       const query = this.query.slice();
       // Written again while it was copied: read the newer one.
-      if (Atomics.load(this.control, REQUEST) === seq) return { seq, k, query };
+      if (Atomics.load(this.control, REQUEST) === seq) return { seq, k, list, query };
     }
   }
 
-  /** Answers search `seq` with `keys`. */
-  reply(seq: number, keys: ArrayLike<bigint>): void {
-    const n = Math.min(keys.length, MAX_KEYS);
+  /** Answers search `seq` with the first `k` of `keys`. */
+  reply(seq: number, keys: ArrayLike<bigint>, k: number): void {
+    const n = Math.min(keys.length, k, MAX_KEYS);
     for (let i = 0; i < n; i++) this.keys[i] = Number(keys[i]);
     this.control[COUNT] = n;
     Atomics.store(this.control, ANSWER, seq);

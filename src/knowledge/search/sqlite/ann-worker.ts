@@ -22,8 +22,13 @@ let channel: SearchChannel | null = null;
 function serve(): void {
   const asked = channel?.pending();
   if (asked === undefined || asked === null || channel === null) return;
-  const found = index === null || index.size() === 0 ? null : index.search(asked.query, asked.k, 1);
-  channel.reply(asked.seq, found?.keys ?? []);
+  // usearch's candidate list is the larger of its setting and k: asking for `list` keys searches
+  // with that list, and the first k of them are the k it finds.
+  const found =
+    index === null || index.size() === 0
+      ? null
+      : index.search(asked.query, Math.max(asked.k, asked.list), 1);
+  channel.reply(asked.seq, found?.keys ?? [], asked.k);
 }
 
 function handle(request: GraphRequest): GraphReply | null {
@@ -38,7 +43,8 @@ function handle(request: GraphRequest): GraphReply | null {
         quantization: ScalarKind.I8,
         connectivity: request.connectivity,
         expansion_add: request.expansionAdd,
-        expansion_search: request.expansionSearch,
+        // Each search gives its own list (`serve`); this is only the least.
+        expansion_search: 1,
         multi: false,
       });
       channel = new SearchChannel(request.dims, request.buffer);

@@ -66,11 +66,20 @@ class Cursor extends PostingCursor {
     if (this.row >= target) return;
     const skips = this.skips;
     if (skips !== null) {
+      // The last entry before `target`: galloping from the last jump's (targets only rise, and
+      // are mostly in the same or a near block), then a binary search.
+      const before = skips.before;
+      const last = skips.entries - 1;
       let lo = this.entry;
-      let hi = skips.entries - 1;
+      let step = 1;
+      while (lo + step <= last && (before[lo + step] as number) < target) {
+        lo += step;
+        step *= 2;
+      }
+      let hi = Math.min(last, lo + step - 1);
       while (lo < hi) {
         const mid = (lo + hi + 1) >> 1;
-        if ((skips.before[mid] as number) < target) lo = mid;
+        if ((before[mid] as number) < target) lo = mid;
         else hi = mid - 1;
       }
       this.entry = lo;

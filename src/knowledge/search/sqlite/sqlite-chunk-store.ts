@@ -165,7 +165,12 @@ export class SqliteChunkStore implements ChunkStore {
         // The vector copy, current as of this snapshot; a graph of it looks for its candidates
         // (in its worker) while the keywords are ranked.
         const vectors = vector === null || empty ? null : this.vectorIndexOf(vector, model);
-        if (vector !== null) vectors?.prefetch(vector, filter, limit + 32);
+        // With a text too (hybrid), the vector candidates are fused with the keyword ones: the
+        // vector search goes only as deep as the answer needs (`fusedTop`, chunk-store.ts), and
+        // the graph looks less far (ann-graph.ts) — asked ahead so, asked again in full if no
+        // keyword matched after all (the vector order is then the answer's).
+        const depth = text === null ? limit : (request.fusedTop ?? limit);
+        if (vector !== null) vectors?.prefetch(vector, filter, depth + 32, text !== null);
         const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
         const keywordMax = text === null ? 0 : this.keywordMax(text);
         // The keyword candidates' cosines too, before the vector search waits for the graph.
@@ -179,7 +184,7 @@ export class SqliteChunkStore implements ChunkStore {
         const semantic =
           vector === null || vectors === null
             ? []
-            : this.vectorSearch(vectors, vector, filter, limit);
+            : this.vectorSearch(vectors, vector, filter, depth, keyword.length > 0);
         const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
         return inRankOrder(top, this.hits(top.map((c) => c.chunkId)));
       })
@@ -300,12 +305,13 @@ export class SqliteChunkStore implements ChunkStore {
     vector: Float32Array,
     filter: IndexScope,
     limit: number,
+    fused: boolean,
   ): Candidate[] {
     // Exact KNN in process; the scope filters apply before ranking, the status check after it
     // only drops chunks of failed re-indexes.
     // Deeper while that left fewer than `limit` (a run's staged rows are in the copy too).
     for (let fetch = limit + 32; ; fetch *= 4) {
-      const nearest = index.search(vector, filter, fetch);
+      const nearest = index.search(vector, filter, fetch, fused);
       const kept = this.searchable(nearest);
       if (kept.length >= limit || nearest.length < fetch) {
         return kept.slice(0, limit).map((n) => ({ chunkId: n.chunkId, score: n.score }));

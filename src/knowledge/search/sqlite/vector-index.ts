@@ -219,9 +219,15 @@ export class VectorIndex {
 
   /**
    * The `limit` rows nearest to `vector` by cosine similarity within the scope (project key,
-   * documents), best first; `score` is the cosine similarity.
+   * documents), best first; `score` is the cosine similarity. `fused`: they will be fused with
+   * keyword candidates whose cosines are exact (a hybrid search: the graph looks less far).
    */
-  search(vector: Float32Array, filter: IndexScope, limit: number): DocumentCandidate[] {
+  search(
+    vector: Float32Array,
+    filter: IndexScope,
+    limit: number,
+    fused = false,
+  ): DocumentCandidate[] {
     const query = this.vectors.normalise(vector);
     if (query === null || limit <= 0) return [];
     const documents = filter.documents;
@@ -255,7 +261,7 @@ export class VectorIndex {
       this.graph.failed === null &&
       this.graph.covered > 0
     ) {
-      rows = this.approximate(this.graph, query, limit, project, allowed);
+      rows = this.approximate(this.graph, query, limit, fused, project, allowed);
     }
     rows ??= this.scanTop(query, 0, candidates(limit), project, allowed);
     const list = Array.from(rows);
@@ -296,11 +302,12 @@ export class VectorIndex {
     graph: AnnGraph,
     query: Float32Array,
     limit: number,
+    fused: boolean,
     project: number,
     allowed: Uint8Array | null,
   ): number[] | null {
     const want = candidates(limit);
-    const found = graph.search(query, want);
+    const found = graph.search(query, want, fused);
     if (found === null) return null;
     const rows: number[] = [];
     for (const r of found) {
@@ -405,12 +412,12 @@ export class VectorIndex {
    * Asks the graph now for the candidates `search(vector, filter, limit)` will take, so that it
    * looks for them while the caller does other work (the store ranks the keywords meanwhile).
    */
-  prefetch(vector: Float32Array, filter: IndexScope, limit: number): void {
+  prefetch(vector: Float32Array, filter: IndexScope, limit: number, fused = false): void {
     const graph = this.graph;
     if (graph === null || graph.failed !== null || graph.covered === 0) return;
     if (filter.documents !== undefined) return;
     const query = this.vectors.normalise(vector);
-    if (query !== null) graph.prefetch(query, candidates(limit));
+    if (query !== null) graph.prefetch(query, candidates(limit), fused);
   }
 
   /** Bytes held per structure (typed arrays exactly; the graph estimated). */

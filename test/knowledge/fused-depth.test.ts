@@ -1,0 +1,89 @@
+/**
+ * A hybrid search's vector side goes only as deep as the answer (`fusedTop`, chunk-store.ts): the
+ * fused answer of length k is the same as with the full candidate lists, on random chunks whose
+ * keyword evidence is weak enough that chunks without a keyword match do make the answers.
+ */
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../src/db/migrations/index.js';
+import { migrate } from '../../src/db/migrator.js';
+import { openSqlite } from '../../src/db/sqlite.js';
+import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
+import { rank } from '../../src/knowledge/retrieval.service.js';
+import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
+import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
+import { tempDir } from '../helpers.js';
+import { insertIndexingDocument } from './helpers.js';
+
+const DIMS = 16;
+const MODEL = 'test-model';
+const WORDS = ['amber', 'basalt', 'cobalt', 'dune', 'ember', 'fjord', 'garnet', 'heath'];
+const random = seededRandom(5);
+const pick = () => WORDS[Math.floor(random() * WORDS.length)] ?? 'amber';
+const vectorOf = () => Float32Array.from({ length: DIMS }, () => random() * 2 - 1);
+
+const database = openSqlite(join(tempDir(), 'aps.sqlite'));
+afterAll(() => database.close());
+
+describe('the depth of a hybrid search', () => {
+  it('gives the answer of the full lists with only the answer’s length of nearest chunks', async () => {
+    expect((await migrate(database, MIGRATIONS)).status).toBe('ok');
+    const store = new SqliteChunkStore(database.native, {});
+    const { id, token } = insertIndexingDocument(database.native);
+    const chunks = Array.from({ length: 400 }, (_, i) => ({
+      id: randomUUID(),
+      chunkIndex: i,
+      sectionPath: 'section',
+      page: null,
+      // Common words in long chunks: BM25 far below what the query could score, so a close
+      // vector without the words can outrank a match.
+      content: Array.from({ length: 3 + Math.floor(random() * 60) }, pick).join(' '),
+      tokenEstimate: 10,
+      metadata: {},
+      contentHash: `h${i}`,
+      vector: vectorOf(),
+    }));
+    const outcome = await store.commitIndex({
+      documentId: id,
+      indexToken: token,
+      model: MODEL,
+      dimensions: DIMS,
+      chunks,
+      document: { markdown_path: null, converter_command: null, converter_meta: null },
+    });
+    expect(outcome).toBe('committed');
+    await store.warm(MODEL);
+
+    let meaningOnly = 0;
+    for (let q = 0; q < 40; q++) {
+      const text = `${pick()} ${pick()}`;
+      const vector = vectorOf();
+      const topK = 1 + (q % 12);
+      const body = { mode: 'hybrid' as const, topK, minScore: undefined };
+      const embedding = { vector, coverage: 1 };
+      const answer = async (fusedTop?: number) => {
+        let seen: Evidence | undefined;
+        const request = { text, vector, model: MODEL, filter: {}, limit: 100 };
+        const hits = await store.search(
+          fusedTop === undefined ? request : { ...request, fusedTop },
+          (evidence) => {
+            seen = evidence;
+            return rank(body, embedding, evidence);
+          },
+        );
+        return { hits: hits.map((h) => [h.chunk.id, h.score]), evidence: seen };
+      };
+      const full = await answer();
+      const shallow = await answer(topK);
+      expect(shallow.hits).toEqual(full.hits);
+      expect(shallow.evidence?.semantic.length).toBe(topK);
+      expect(full.evidence?.semantic.length).toBe(100);
+      const matched = new Set(full.evidence?.keyword.map((k) => k.chunkId));
+      meaningOnly += full.hits.filter(([chunkId]) => !matched.has(chunkId as string)).length;
+    }
+    // Not a vacuous check: chunks without a keyword match are in the answers.
+    expect(meaningOnly).toBeGreaterThan(20);
+    await store.close();
+  });
+});
