@@ -12,6 +12,10 @@
  *
  * Without `--url` (or BENCH_DATABASE_URL) a throwaway cluster is started. The table is kept in
  * the database with `--keep` and reused when it is there (the index takes the longest).
+ *
+ * `--centred`: also the curve of a graph over the vectors minus their mean (a second column and
+ * index), searched with the query minus the mean and re-ranked by the true cosine — what the
+ * SQLite store's graph does (ann-graph.ts), measured here for PostgreSQL; not what the store does.
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,6 +35,7 @@ const { values } = parseArgs({
     ef: { type: 'string', default: '100,200,400,800,1000' },
     url: { type: 'string' },
     keep: { type: 'boolean', default: false },
+    centred: { type: 'boolean', default: false },
     seed: { type: 'string', default: '42' },
   },
 });
@@ -54,6 +59,48 @@ const total = sqlite.prepare(`select count(*) from ${sourceTable}`).pluck().get(
 const server = values.url === undefined ? startPostgres(log) : undefined;
 const url = values.url ?? (await server!.keptDatabase('aps_bench_hnsw_scale')).url;
 const pool = new pg.Pool({ connectionString: url, max: 2 });
+
+/**
+ * The curve of a graph over `embedding − mean`: a table of its own (made once, kept with the
+ * other), since adding the column to the first would re-insert every row into its graph.
+ */
+async function centredCurve(queries: Float32Array[], efs: number[]): Promise<string[]> {
+  const centred = `${TABLE}_centred`;
+  const averaged = await pool.query<{ mean: string }>(
+    `select avg(embedding)::text as mean from ${TABLE}`,
+  );
+  const mean = Float32Array.from(JSON.parse(averaged.rows[0]?.mean ?? '[]') as number[]);
+  const made = await pool.query(`select 1 from pg_class where relname = $1`, [centred]);
+  if (made.rowCount === 0) {
+    log('centring the vectors');
+    await pool.query(
+      `create table ${centred} as
+         select chunk_id, embedding, embedding - $1::vector as centred from ${TABLE}`,
+      [`[${Array.from(mean).join(',')}]`],
+    );
+  }
+  const indexed = await pool.query(`select 1 from pg_indexes where indexname = $1`, [
+    `${centred}_hnsw`,
+  ]);
+  if (indexed.rowCount === 0) {
+    log(`building the HNSW index of the centred vectors (${HNSW_BUILD})`);
+    const t0 = performance.now();
+    const client = await pool.connect();
+    try {
+      await client.query(`set maintenance_work_mem = '4GB'`);
+      await client.query('set max_parallel_maintenance_workers = 1');
+      await client.query(
+        `create index ${centred}_hnsw on ${centred} using hnsw (centred vector_cosine_ops) ${HNSW_BUILD}`,
+      );
+    } finally {
+      client.release();
+    }
+    log(`index built in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  }
+  log('measuring the centred curve');
+  return hnswCurveOf(pool, centred, queries, efs, mean);
+}
+
 try {
   await pool.query('create extension if not exists vector');
   const existing = await pool.query<{ n: string }>(
@@ -123,11 +170,13 @@ try {
   const efs = values.ef.split(',').map(Number);
   log('measuring the curve');
   const curve = await hnswCurveOf(pool, TABLE, queries, efs);
+  const centred = values.centred ? await centredCurve(queries, efs) : [];
   console.log(
     `\nbench:pg-hnsw, ${total} vectors (${dims} dimensions), ${queries.length} queries\n`,
   );
   for (const line of curve) console.log(`- ${line}`);
-  if (!values.keep) await pool.query(`drop table ${TABLE}`);
+  for (const line of centred) console.log(`- centred graph, ${line}`);
+  if (!values.keep) await pool.query(`drop table if exists ${TABLE}, ${TABLE}_centred`);
 } finally {
   await pool.end();
   await embedder.close();

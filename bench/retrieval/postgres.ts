@@ -145,12 +145,17 @@ export async function hnswCurve(
   return hnswCurveOf(database.pool, table, vectors, efs);
 }
 
-/** hnswCurve over the vector table `table` (column `embedding`, chunk ids in `chunk_id`). */
+/**
+ * hnswCurve over the vector table `table` (column `embedding`, chunk ids in `chunk_id`). With
+ * `mean`, the graph walked is the one over column `centred` (`embedding − mean`), searched with the
+ * query minus the mean, and its candidates re-ranked by their cosine with the query itself.
+ */
 export async function hnswCurveOf(
   pool: pg.Pool,
   table: string,
   vectors: Float32Array[],
   efs: readonly number[],
+  mean?: Float32Array,
 ): Promise<string[]> {
   const literal = (v: Float32Array) => `[${Array.from(v).join(',')}]`;
   const client = await pool.connect();
@@ -176,13 +181,22 @@ export async function hnswCurveOf(
       const ms: number[] = [];
       for (const [i, v] of vectors.entries()) {
         const t0 = performance.now();
-        const { rows } = await client.query<{ chunk_id: string }>(
-          `select chunk_id from (
-             select chunk_id, embedding <=> $1::vector as d from ${table}
-             order by embedding <=> $1::vector limit 42
-           ) s order by d limit 10`,
-          [literal(v)],
-        );
+        const { rows } =
+          mean === undefined
+            ? await client.query<{ chunk_id: string }>(
+                `select chunk_id from (
+                   select chunk_id, embedding <=> $1::vector as d from ${table}
+                   order by embedding <=> $1::vector limit 42
+                 ) s order by d limit 10`,
+                [literal(v)],
+              )
+            : await client.query<{ chunk_id: string }>(
+                `select chunk_id from (
+                   select chunk_id, embedding <=> $1::vector as d from ${table}
+                   order by centred <=> $2::vector limit 42
+                 ) s order by d limit 10`,
+                [literal(v), literal(v.map((x, j) => x - (mean[j] ?? 0)))],
+              );
         ms.push(performance.now() - t0);
         const want = new Set(exact[i]);
         found += rows.filter((r) => want.has(r.chunk_id)).length;
