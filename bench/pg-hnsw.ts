@@ -16,6 +16,7 @@
  * `--centred`: also the curve of a graph over the vectors minus their mean (a second column and
  * index), searched with the query minus the mean and re-ranked by the true cosine — what the
  * SQLite store's graph does (ann-graph.ts), measured here for PostgreSQL; not what the store does.
+ * `--centred-only`: that curve alone.
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     url: { type: 'string' },
     keep: { type: 'boolean', default: false },
     centred: { type: 'boolean', default: false },
+    'centred-only': { type: 'boolean', default: false },
     seed: { type: 'string', default: '42' },
   },
 });
@@ -60,6 +62,27 @@ const server = values.url === undefined ? startPostgres(log) : undefined;
 const url = values.url ?? (await server!.keptDatabase('aps_bench_hnsw_scale')).url;
 const pool = new pg.Pool({ connectionString: url, max: 2 });
 
+/** The store's HNSW index (`HNSW_BUILD`, cosine) over `table.column`, unless it is there. */
+async function buildIndex(table: string, column: string): Promise<void> {
+  const indexed = await pool.query(`select 1 from pg_indexes where indexname = $1`, [
+    `${table}_hnsw`,
+  ]);
+  if (indexed.rowCount !== 0) return;
+  log(`building the HNSW index of ${table}.${column} (${HNSW_BUILD})`);
+  const t0 = performance.now();
+  const client = await pool.connect();
+  try {
+    await client.query(`set maintenance_work_mem = '4GB'`);
+    await client.query('set max_parallel_maintenance_workers = 1');
+    await client.query(
+      `create index ${table}_hnsw on ${table} using hnsw (${column} vector_cosine_ops) ${HNSW_BUILD}`,
+    );
+  } finally {
+    client.release();
+  }
+  log(`index built in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+}
+
 /**
  * The curve of a graph over `embedding − mean`: a table of its own (made once, kept with the
  * other), since adding the column to the first would re-insert every row into its graph.
@@ -75,28 +98,12 @@ async function centredCurve(queries: Float32Array[], efs: number[]): Promise<str
     log('centring the vectors');
     await pool.query(
       `create table ${centred} as
-         select chunk_id, embedding, embedding - $1::vector as centred from ${TABLE}`,
+         select chunk_id, embedding, (embedding - $1::vector)::vector(${dims}) as centred
+         from ${TABLE}`,
       [`[${Array.from(mean).join(',')}]`],
     );
   }
-  const indexed = await pool.query(`select 1 from pg_indexes where indexname = $1`, [
-    `${centred}_hnsw`,
-  ]);
-  if (indexed.rowCount === 0) {
-    log(`building the HNSW index of the centred vectors (${HNSW_BUILD})`);
-    const t0 = performance.now();
-    const client = await pool.connect();
-    try {
-      await client.query(`set maintenance_work_mem = '4GB'`);
-      await client.query('set max_parallel_maintenance_workers = 1');
-      await client.query(
-        `create index ${centred}_hnsw on ${centred} using hnsw (centred vector_cosine_ops) ${HNSW_BUILD}`,
-      );
-    } finally {
-      client.release();
-    }
-    log(`index built in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-  }
+  await buildIndex(centred, 'centred');
   log('measuring the centred curve');
   return hnswCurveOf(pool, centred, queries, efs, mean);
 }
@@ -141,24 +148,7 @@ try {
     if (ids.length > 0) await flush();
     log(`copied in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }
-  const indexed = await pool.query(`select 1 from pg_indexes where indexname = $1`, [
-    `${TABLE}_hnsw`,
-  ]);
-  if (indexed.rowCount === 0) {
-    log(`building the HNSW index (${HNSW_BUILD})`);
-    const t0 = performance.now();
-    const client = await pool.connect();
-    try {
-      await client.query(`set maintenance_work_mem = '4GB'`);
-      await client.query('set max_parallel_maintenance_workers = 1');
-      await client.query(
-        `create index ${TABLE}_hnsw on ${TABLE} using hnsw (embedding vector_cosine_ops) ${HNSW_BUILD}`,
-      );
-    } finally {
-      client.release();
-    }
-    log(`index built in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-  }
+  await buildIndex(TABLE, 'embedding');
   const generator = new SentenceGenerator(
     loadParaphrase().docs.map((d) => d.markdown),
     rng(Number(values.seed)),
@@ -169,8 +159,8 @@ try {
   }
   const efs = values.ef.split(',').map(Number);
   log('measuring the curve');
-  const curve = await hnswCurveOf(pool, TABLE, queries, efs);
-  const centred = values.centred ? await centredCurve(queries, efs) : [];
+  const curve = values['centred-only'] ? [] : await hnswCurveOf(pool, TABLE, queries, efs);
+  const centred = values.centred || values['centred-only'] ? await centredCurve(queries, efs) : [];
   console.log(
     `\nbench:pg-hnsw, ${total} vectors (${dims} dimensions), ${queries.length} queries\n`,
   );
