@@ -321,11 +321,10 @@ try {
   if (total >= annMin) {
     log('hybrid with the vector graph off (the exact scan): the reference');
     const reference = await startTimed(values.cli, { ...env, SEARCH_ANN_MIN_VECTORS: '-1' }, 1800);
-    const text: string[][] = [];
-    for (const q of queries.slice(0, recallCount)) {
-      text.push((await retrieve(reference.base, q, 'hybrid'))[0].map((h) => h.id));
-    }
-    exactHybrid = { text, paraphrase: await hybridAnswers(reference.base, questions) };
+    exactHybrid = {
+      text: await hybridAnswers(reference.base, queries.slice(0, recallCount)),
+      paraphrase: await hybridAnswers(reference.base, questions),
+    };
     await stop(reference.child);
   }
 

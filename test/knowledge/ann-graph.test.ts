@@ -19,7 +19,7 @@ import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { VectorIndex, type IndexRow } from '../../src/knowledge/search/sqlite/vector-index.js';
 import { tempDir } from '../helpers.js';
-import { insertIndexingDocument, MemoryVectorTable } from './helpers.js';
+import { commitDocument, MemoryVectorTable } from './helpers.js';
 
 const DIMS = 24;
 const random = seededRandom(7);
@@ -280,13 +280,8 @@ async function addDocument(
   store: SqliteChunkStore,
   rows: IndexRow[],
 ) {
-  const { id, token } = insertIndexingDocument(entry.database.native);
-  const outcome = await store.commitIndex({
-    documentId: id,
-    indexToken: token,
-    model: MODEL,
-    dimensions: DIMS,
-    chunks: rows.map((r, i) => ({
+  await commitDocument(store, entry.database.native, { model: MODEL, dimensions: DIMS }, (id) =>
+    rows.map((r, i) => ({
       id: r.chunkId,
       chunkIndex: i,
       sectionPath: 'section',
@@ -297,9 +292,7 @@ async function addDocument(
       contentHash: `${id}:${i}`,
       vector: r.vector,
     })),
-    document: { markdown_path: null, converter_command: null, converter_meta: null },
-  });
-  expect(outcome).toBe('committed');
+  );
 }
 
 async function nearest(store: SqliteChunkStore, queries: Float32Array[]): Promise<string[][]> {

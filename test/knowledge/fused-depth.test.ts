@@ -14,7 +14,7 @@ import { rank } from '../../src/knowledge/retrieval.service.js';
 import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
-import { insertIndexingDocument } from './helpers.js';
+import { commitDocument } from './helpers.js';
 
 const DIMS = 16;
 const MODEL = 'test-model';
@@ -30,29 +30,21 @@ describe('the depth of a hybrid search', () => {
   it('gives the answer of the full lists with only the answer’s length of nearest chunks', async () => {
     expect((await migrate(database, MIGRATIONS)).status).toBe('ok');
     const store = new SqliteChunkStore(database.native, {});
-    const { id, token } = insertIndexingDocument(database.native);
-    const chunks = Array.from({ length: 400 }, (_, i) => ({
-      id: randomUUID(),
-      chunkIndex: i,
-      sectionPath: 'section',
-      page: null,
-      // Common words in long chunks: BM25 far below what the query could score, so a close
-      // vector without the words can outrank a match.
-      content: Array.from({ length: 3 + Math.floor(random() * 60) }, pick).join(' '),
-      tokenEstimate: 10,
-      metadata: {},
-      contentHash: `h${i}`,
-      vector: vectorOf(),
-    }));
-    const outcome = await store.commitIndex({
-      documentId: id,
-      indexToken: token,
-      model: MODEL,
-      dimensions: DIMS,
-      chunks,
-      document: { markdown_path: null, converter_command: null, converter_meta: null },
-    });
-    expect(outcome).toBe('committed');
+    await commitDocument(store, database.native, { model: MODEL, dimensions: DIMS }, () =>
+      Array.from({ length: 400 }, (_, i) => ({
+        id: randomUUID(),
+        chunkIndex: i,
+        sectionPath: 'section',
+        page: null,
+        // Common words in long chunks: BM25 far below what the query could score, so a close
+        // vector without the words can outrank a match.
+        content: Array.from({ length: 3 + Math.floor(random() * 60) }, pick).join(' '),
+        tokenEstimate: 10,
+        metadata: {},
+        contentHash: `h${i}`,
+        vector: vectorOf(),
+      })),
+    );
     await store.warm(MODEL);
 
     let meaningOnly = 0;

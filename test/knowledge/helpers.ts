@@ -6,6 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import type { ChunkStore, NewChunk } from '../../src/knowledge/search/chunk-store.js';
 import type { IndexRow, VectorSource } from '../../src/knowledge/search/sqlite/vector-index.js';
 import { bearer, createTestApp, type TestApp } from '../helpers.js';
 
@@ -285,6 +286,29 @@ export function insertIndexingDocument(
     )
     .run(id, `${id}.md`, projectId, projectId ?? '', id, id, token, now, now);
   return { id, token };
+}
+
+/**
+ * Commits a new document (insertIndexingDocument) with the chunks `chunksOf(documentId)` through
+ * the store's own `commitIndex`, and expects it committed; the document's id.
+ */
+export async function commitDocument(
+  store: ChunkStore,
+  native: SqliteDatabase['native'],
+  vectors: { model: string; dimensions: number },
+  chunksOf: (documentId: string) => NewChunk[],
+  projectId: string | null = null,
+): Promise<string> {
+  const { id, token } = insertIndexingDocument(native, projectId);
+  const outcome = await store.commitIndex({
+    documentId: id,
+    indexToken: token,
+    ...vectors,
+    chunks: chunksOf(id),
+    document: { markdown_path: null, converter_command: null, converter_meta: null },
+  });
+  expect(outcome).toBe('committed');
+  return id;
 }
 
 /**

@@ -24,7 +24,7 @@ import {
 import { ChunkIds } from '../../src/knowledge/search/sqlite/chunk-ids.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
-import { insertIndexingDocument } from './helpers.js';
+import { commitDocument } from './helpers.js';
 
 const MODEL = 'test-model';
 const DIMS = 8;
@@ -90,31 +90,27 @@ async function addDocument(
   n: number,
   projectId: string | null = null,
 ): Promise<string> {
-  const { id, token } = insertIndexingDocument(entry.database.native, projectId);
-  const chunks = Array.from({ length: n }, (_, i) => {
-    const content = Array.from({ length: 6 + (i % 5) }, pick).join(' ');
-    return {
-      id: randomUUID(),
-      chunkIndex: i,
-      sectionPath: pick(),
-      page: null,
-      content,
-      tokenEstimate: 4,
-      metadata: {},
-      contentHash: `${id}:${i}`,
-      vector: vector(),
-    };
-  });
-  const outcome = await store.commitIndex({
-    documentId: id,
-    indexToken: token,
-    model: MODEL,
-    dimensions: DIMS,
-    chunks,
-    document: { markdown_path: null, converter_command: null, converter_meta: null },
-  });
-  expect(outcome).toBe('committed');
-  return id;
+  return commitDocument(
+    store,
+    entry.database.native,
+    { model: MODEL, dimensions: DIMS },
+    (id) =>
+      Array.from({ length: n }, (_, i) => {
+        const content = Array.from({ length: 6 + (i % 5) }, pick).join(' ');
+        return {
+          id: randomUUID(),
+          chunkIndex: i,
+          sectionPath: pick(),
+          page: null,
+          content,
+          tokenEstimate: 4,
+          metadata: {},
+          contentHash: `${id}:${i}`,
+          vector: vector(),
+        };
+      }),
+    projectId,
+  );
 }
 
 const QUERIES = ['alpha beta', 'river stone omega', 'kappa', 'sigma theta lambda', 'zeta'];

@@ -144,6 +144,11 @@ export interface SearchRequest {
   fusedTop?: number;
 }
 
+/** How many nearest chunks a search's vector side returns: `fusedTop` when it is fused, else `limit`. */
+export function vectorDepth(request: SearchRequest): number {
+  return request.text === null ? request.limit : (request.fusedTop ?? request.limit);
+}
+
 /** The raw evidence a ranking works from. */
 export interface Evidence {
   /** Keyword matches, `score` = BM25 (higher is better). */

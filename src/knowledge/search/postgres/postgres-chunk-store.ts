@@ -18,6 +18,7 @@ import {
   type RankedHit,
   type Ranking,
   type SearchRequest,
+  vectorDepth,
 } from '../chunk-store.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
 import { parseVector } from './encoding.js';
@@ -372,11 +373,10 @@ export class PostgresChunkStore implements ChunkStore {
     const table =
       vector === null ? null : await this.vectors.table(client, model, vector.length, false);
     // A hybrid answer needs only its own length of nearest chunks (`fusedTop`, chunk-store.ts).
-    const depth = request.text === null ? limit : (request.fusedTop ?? limit);
     const semantic =
       vector === null || table === null
         ? []
-        : await this.vectors.search(client, table, vector, filter, depth);
+        : await this.vectors.search(client, table, vector, filter, vectorDepth(request));
     const cosine =
       vector === null || table === null
         ? new Map<string, number>()

@@ -376,10 +376,14 @@ export class AnnGraph {
     if (this.failed !== null) return;
     const centred = Float32Array.from(query, (v, j) => v - (this.mean[j] as number));
     const seq = ++this.seq;
-    const list = fused ? this.lists.fused : this.lists.alone;
+    const list = this.listFor(fused);
     this.channel.ask(seq, centred, k, list);
     this.send({ op: 'poke' });
     this.ahead = { seq, k, list, query, version: this.version };
+  }
+
+  private listFor(fused: boolean): number {
+    return fused ? this.lists.fused : this.lists.alone;
   }
 
   /**
@@ -393,7 +397,7 @@ export class AnnGraph {
       ahead !== null &&
       ahead.version === this.version &&
       ahead.k === k &&
-      ahead.list === (fused ? this.lists.fused : this.lists.alone) &&
+      ahead.list === this.listFor(fused) &&
       ahead.query.every((v, j) => v === query[j]);
     if (!same) {
       this.prefetch(query, k, fused);

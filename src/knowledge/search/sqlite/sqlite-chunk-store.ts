@@ -18,6 +18,7 @@ import {
   type Ranking,
   type SearchFilter,
   type SearchRequest,
+  vectorDepth,
 } from '../chunk-store.js';
 import { registerSqliteFilter, sqliteFilterSql, toSqlite } from '../../filter/sql.js';
 import { queryWordGroups } from '../query-terms.js';
@@ -169,7 +170,7 @@ export class SqliteChunkStore implements ChunkStore {
         // vector search goes only as deep as the answer needs (`fusedTop`, chunk-store.ts), and
         // the graph looks less far (ann-graph.ts) — asked ahead so, asked again in full if no
         // keyword matched after all (the vector order is then the answer's).
-        const depth = text === null ? limit : (request.fusedTop ?? limit);
+        const depth = vectorDepth(request);
         if (vector !== null) vectors?.prefetch(vector, filter, depth + 32, text !== null);
         const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
         const keywordMax = text === null ? 0 : this.keywordMax(text);
