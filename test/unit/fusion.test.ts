@@ -27,6 +27,12 @@ const options = fc.record({
   standOutWeight: fc.integer({ min: 0, max: 50 }).map((n) => n / 100),
   standOutGap: fc.integer({ min: 1, max: 50 }).map((n) => n / 100),
 });
+/**
+ * Options whose calibration still tells raw scores 0.01 apart at the top (r = 1): (1 / half)^p at
+ * most 2^26. Past ~2^52 every match near the best saturates to the same K, and then ties (ordered
+ * by id) decide, not BM25.
+ */
+const resolvingOptions = options.filter((o) => (1 / o.keywordHalf) ** o.steepness <= 2 ** 26);
 
 /**
  * A retrieval's inputs over a pool of at most `size` ids: keyword candidates (raw BM25), semantic
@@ -214,7 +220,7 @@ describe('fuse', () => {
   it('with zero dense weight keeps the BM25 order exactly; without keyword evidence, the cosine order', () => {
     // Exactly: where K has resolution, i.e. (r / half)^p well below 2^52 (r ≤ 1 here).
     fc.assert(
-      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+      fc.property(inputs, resolvingOptions, ({ keyword, semantic, cosine, query }, o) => {
         const keywordOnly = fuse(keyword, [], new Map(), query, { ...o, denseWeight: 0 });
         expect(keywordOnly.map((c) => c.chunkId)).toEqual(
           [...keyword].sort(byScore).map((c) => c.chunkId),
