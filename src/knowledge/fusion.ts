@@ -171,18 +171,48 @@ export function fuse(
     evidence.set(k.chunkId, Math.max(K, evidence.get(k.chunkId) ?? 0));
     best = Math.max(best, K);
   }
-  const coverage = Math.min(1, Math.max(0, query.coverage));
-  const room = options.denseWeight * coverage * (1 - best);
-  const dense = (id: string, fallback = 0) => Math.min(1, Math.max(0, cosine.get(id) ?? fallback));
-  const S = standOutFactor(keyword, query.keywordMax, options);
+  const score = scoreWith(best, keyword, query, options);
   const scores = new Map<string, number>();
-  for (const [id, K] of evidence) scores.set(id, Math.min((K + room * dense(id)) * S, MAX_SCORE));
+  for (const [id, K] of evidence) scores.set(id, score(K, cosine.get(id) ?? 0));
   for (const s of semantic) {
-    if (!scores.has(s.chunkId)) scores.set(s.chunkId, room * dense(s.chunkId, s.score) * S);
+    if (!scores.has(s.chunkId)) scores.set(s.chunkId, score(0, cosine.get(s.chunkId) ?? s.score));
   }
   return [...scores]
     .map(([chunkId, score]) => ({ chunkId, score }))
     .sort(
       (a, b) => b.score - a.score || (a.chunkId < b.chunkId ? -1 : a.chunkId > b.chunkId ? 1 : 0),
     );
+}
+
+/**
+ * A passage's score for one query, as `fuse` gives it, from its raw BM25 (0 without a keyword
+ * match) and its cosine; `keyword` (the query's keyword candidates) fixes the room and S.
+ * Non-decreasing in both, so a passage scores at most `score(bm25, 1)` whatever its cosine: a
+ * hybrid search reads the exact cosine only of the keyword candidates that could still enter the
+ * answer (search/fused-cosines.ts).
+ */
+export function fusedScorer(
+  keyword: readonly Candidate[],
+  query: QueryEvidence,
+  options: FusionOptions = DEFAULT_FUSION,
+): (bm25: number, cosine: number) => number {
+  let best = 0;
+  for (const k of keyword) {
+    best = Math.max(best, keywordEvidence(k.score, query.keywordMax, options));
+  }
+  const score = scoreWith(best, keyword, query, options);
+  return (bm25, cosine) => score(keywordEvidence(bm25, query.keywordMax, options), cosine);
+}
+
+/** S × (K + room × cosine), the cosine clamped to [0, 1], for a query whose best K is `best`. */
+function scoreWith(
+  best: number,
+  keyword: readonly Candidate[],
+  query: QueryEvidence,
+  options: FusionOptions,
+): (K: number, cosine: number) => number {
+  const coverage = Math.min(1, Math.max(0, query.coverage));
+  const room = options.denseWeight * coverage * (1 - best);
+  const S = standOutFactor(keyword, query.keywordMax, options);
+  return (K, cosine) => Math.min((K + room * Math.min(1, Math.max(0, cosine))) * S, MAX_SCORE);
 }

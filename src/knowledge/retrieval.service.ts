@@ -17,7 +17,7 @@ import { AppError } from '../errors.js';
 import { parseFilter } from './filter/filter.js';
 import { fairTurn } from '../turns.js';
 import type { EmbeddingProvider, QueryEmbedding } from './embeddings/provider.js';
-import { fuse, keywordScore } from './fusion.js';
+import { fuse, fusedScorer, keywordScore } from './fusion.js';
 import type { RetrievalHit, RetrieveBody } from './knowledge.schemas.js';
 import { highlightRanges, queryLexemes } from './highlights.js';
 import { toHit } from './mappers.js';
@@ -120,6 +120,12 @@ export class RetrievalService {
         filter,
         limit,
         ...(body.mode === 'hybrid' ? { fusedTop: body.topK } : {}),
+        ...(body.mode === 'hybrid' && embedding !== null
+          ? {
+              fusedScore: (keyword: readonly Candidate[], keywordMax: number) =>
+                fusedScorer(keyword, { keywordMax, coverage: embedding.coverage }),
+            }
+          : {}),
       },
       (evidence) => rank(body, embedding, evidence),
     );

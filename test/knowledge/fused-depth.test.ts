@@ -1,7 +1,9 @@
 /**
- * A hybrid search's vector side goes only as deep as the answer (`fusedTop`, chunk-store.ts): the
- * fused answer of length k is the same as with the full candidate lists, on random chunks whose
- * keyword evidence is weak enough that chunks without a keyword match do make the answers.
+ * A hybrid search's vector side goes only as deep as the answer (`fusedTop`, chunk-store.ts), and
+ * it reads the cosines of only the keyword candidates that could enter it (`fusedScore`,
+ * fused-cosines.ts): the fused answer of length k is the same as with the full candidate lists,
+ * on random chunks whose keyword evidence is weak enough that chunks without a keyword match do
+ * make the answers.
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -10,8 +12,9 @@ import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
+import { fusedScorer } from '../../src/knowledge/fusion.js';
 import { rank } from '../../src/knowledge/retrieval.service.js';
-import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
+import type { Candidate, Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
 import { commitDocument } from './helpers.js';
@@ -48,17 +51,23 @@ describe('the depth of a hybrid search', () => {
     await store.warm(MODEL);
 
     let meaningOnly = 0;
+    let skipped = 0;
+    let candidates = 0;
     for (let q = 0; q < 40; q++) {
       const text = `${pick()} ${pick()}`;
       const vector = vectorOf();
       const topK = 1 + (q % 12);
       const body = { mode: 'hybrid' as const, topK, minScore: undefined };
       const embedding = { vector, coverage: 1 };
-      const answer = async (fusedTop?: number) => {
+      const fusedScore = (keyword: readonly Candidate[], keywordMax: number) =>
+        fusedScorer(keyword, { keywordMax, coverage: embedding.coverage });
+      const answer = async (fusedTop?: number, prune = false) => {
         let seen: Evidence | undefined;
         const request = { text, vector, model: MODEL, filter: {}, limit: 100 };
         const hits = await store.search(
-          fusedTop === undefined ? request : { ...request, fusedTop },
+          fusedTop === undefined
+            ? request
+            : { ...request, fusedTop, ...(prune ? { fusedScore } : {}) },
           (evidence) => {
             seen = evidence;
             return rank(body, embedding, evidence);
@@ -68,7 +77,15 @@ describe('the depth of a hybrid search', () => {
       };
       const full = await answer();
       const shallow = await answer(topK);
+      const pruned = await answer(topK, true);
       expect(shallow.hits).toEqual(full.hits);
+      expect(pruned.hits).toEqual(full.hits);
+      // The keyword candidates whose cosine was not read (fused-cosines.ts).
+      const unread = (e: Evidence | undefined) =>
+        e?.keyword.filter((k) => !e.cosine.has(k.chunkId)).length ?? 0;
+      expect(unread(shallow.evidence)).toBe(0);
+      skipped += unread(pruned.evidence);
+      candidates += pruned.evidence?.keyword.length ?? 0;
       expect(shallow.evidence?.semantic.length).toBe(topK);
       expect(full.evidence?.semantic.length).toBe(100);
       const matched = new Set(full.evidence?.keyword.map((k) => k.chunkId));
@@ -76,6 +93,8 @@ describe('the depth of a hybrid search', () => {
     }
     // Not a vacuous check: chunks without a keyword match are in the answers.
     expect(meaningOnly).toBeGreaterThan(20);
+    // …and most keyword candidates' cosines are never read.
+    expect(skipped).toBeGreaterThan(candidates / 2);
     await store.close();
   });
 });

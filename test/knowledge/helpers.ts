@@ -318,6 +318,8 @@ export async function commitDocument(
 export class MemoryVectorTable implements VectorSource {
   private readonly stored = new Map<string, Float32Array>();
   reads = 0;
+  /** Vectors asked for, over all reads. */
+  vectorsRead = 0;
 
   /** Stores the rows' vectors (replacing a chunk's) and returns the rows, to add to an index. */
   put<T extends IndexRow>(rows: readonly T[]): readonly T[] {
@@ -327,6 +329,7 @@ export class MemoryVectorTable implements VectorSource {
 
   vectors(chunkIds: readonly string[]): Map<string, Float32Array> {
     this.reads++;
+    this.vectorsRead += chunkIds.length;
     const found = new Map<string, Float32Array>();
     for (const id of chunkIds) {
       const vector = this.stored.get(id);

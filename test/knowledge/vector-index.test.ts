@@ -113,6 +113,34 @@ describe('VectorIndex', () => {
     expect(index.search(q, { documents: new Set(['d7']), projectId: 'even' }, 30)).toEqual([]);
   });
 
+  it('bounds each similarity from above by its int8 row alone, closely', () => {
+    const ids = all.map((r) => r.chunkId);
+    let widest = 0;
+    for (const q of queries) {
+      const exact = index.similarities(q, ids);
+      const bounds = index.cosineBounds(q, [...ids, 'missing']);
+      expect(bounds.has('missing')).toBe(false);
+      for (const [id, cosine] of exact) {
+        const bound = bounds.get(id) ?? Number.NaN;
+        expect(bound).toBeGreaterThanOrEqual(cosine);
+        widest = Math.max(widest, bound - cosine);
+      }
+    }
+    // Half a step of each row's int8 scale times Σ|query|: a few hundredths at 20 dimensions.
+    expect(widest).toBeLessThan(0.05);
+  });
+
+  it('reads only the candidates that can make the top k (the int8 bounds rule out the rest)', () => {
+    const before = table.vectorsRead;
+    for (const q of queries) {
+      const got = index.search(q, {}, 10);
+      const want = bruteForce(all, q, 10);
+      expect(got.map((c) => c.chunkId)).toEqual(want.map((c) => c.chunkId));
+    }
+    // 64 candidates each (the int8 scan's best) without the bounds.
+    expect(table.vectorsRead - before).toBeLessThan(queries.length * 64 * 0.75);
+  });
+
   it('gives similarities of given chunks, and forgets deleted documents (with compaction)', () => {
     const q = queries[1]!;
     const sims = index.similarities(q, ['c3', 'missing']);

@@ -142,6 +142,16 @@ export interface SearchRequest {
    * of that length (ties aside).
    */
   fusedTop?: number;
+  /**
+   * With `fusedTop`: the fused score of a passage (fusion.ts `fusedScorer`) from its BM25 and
+   * cosine, given the query's keyword candidates and keywordMax. The SQLite store then reads the
+   * exact cosine only of the keyword candidates that could still enter the answer
+   * (fused-cosines.ts); PostgreSQL computes them all in its query.
+   */
+  fusedScore?: (
+    keyword: readonly Candidate[],
+    keywordMax: number,
+  ) => (bm25: number, cosine: number) => number;
 }
 
 /** How many nearest chunks a search's vector side returns: `fusedTop` when it is fused, else `limit`. */

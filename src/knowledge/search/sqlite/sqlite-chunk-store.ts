@@ -12,6 +12,7 @@ import {
   type ChunkHit,
   type ChunkStore,
   type DocumentCandidate,
+  type Evidence,
   type IndexCommit,
   type IndexScope,
   type RankedHit,
@@ -21,6 +22,7 @@ import {
   vectorDepth,
 } from '../chunk-store.js';
 import { registerSqliteFilter, sqliteFilterSql, toSqlite } from '../../filter/sql.js';
+import { cosinesNeeded } from '../fused-cosines.js';
 import { queryWordGroups } from '../query-terms.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
 import { sharedLexer } from './fts5-lexer.js';
@@ -171,25 +173,51 @@ export class SqliteChunkStore implements ChunkStore {
         // the graph looks less far (ann-graph.ts) — asked ahead so, asked again in full if no
         // keyword matched after all (the vector order is then the answer's).
         const depth = vectorDepth(request);
-        if (vector !== null) vectors?.prefetch(vector, filter, depth + 32, text !== null);
+        // Fetched at first: a margin for chunks of unsearchable documents, except when fused
+        // (they are rare, and a fused search reads only the exact cosines its depth can use).
+        const fetch = text === null ? depth + 32 : depth;
+        if (vector !== null) vectors?.prefetch(vector, filter, fetch, text !== null);
         const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
         const keywordMax = text === null ? 0 : this.keywordMax(text);
-        // The keyword candidates' cosines too, before the vector search waits for the graph.
+        if (vector === null || vectors === null) {
+          return this.ranked({ keyword, semantic: [], cosine: new Map(), keywordMax }, rank);
+        }
+        // The keyword candidates' cosines too, before the vector search waits for the graph:
+        // fused, only the first `fusedTop` now, and later only those that could still enter the
+        // answer (fused-cosines.ts).
+        const top = request.fusedTop;
+        const score = top === undefined ? undefined : request.fusedScore?.(keyword, keywordMax);
+        const looked = top !== undefined && score !== undefined ? top : keyword.length;
+        const ids = (list: readonly Candidate[]) => list.map((k) => k.chunkId);
         const cosine =
-          vector === null || vectors === null || keyword.length === 0
+          keyword.length === 0
             ? new Map<string, number>()
-            : vectors.similarities(
-                vector,
-                keyword.map((k) => k.chunkId),
-              );
-        const semantic =
-          vector === null || vectors === null
-            ? []
-            : this.vectorSearch(vectors, vector, filter, depth, keyword.length > 0);
-        const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
-        return inRankOrder(top, this.hits(top.map((c) => c.chunkId)));
+            : vectors.similarities(vector, ids(keyword.slice(0, looked)));
+        const semantic = this.vectorSearch(
+          vectors,
+          vector,
+          filter,
+          depth,
+          fetch,
+          keyword.length > 0,
+        );
+        if (top !== undefined && score !== undefined && looked < keyword.length) {
+          const bounds = vectors.cosineBounds(vector, ids(keyword.slice(looked)));
+          const bound = (id: string) => bounds.get(id) ?? 0;
+          const more = cosinesNeeded(keyword, looked, cosine, semantic, score, top, bound);
+          if (more.length > 0) {
+            for (const [id, c] of vectors.similarities(vector, more)) cosine.set(id, c);
+          }
+        }
+        return this.ranked({ keyword, semantic, cosine, keywordMax }, rank);
       })
       .deferred();
+  }
+
+  /** The evidence ranked, with the rows of the ranked chunks (inside the search's snapshot). */
+  private ranked(evidence: Evidence, rank: Ranking): RankedHit[] {
+    const top = rankEvidence(evidence, rank);
+    return inRankOrder(top, this.hits(top.map((c) => c.chunkId)));
   }
 
   /**
@@ -306,12 +334,13 @@ export class SqliteChunkStore implements ChunkStore {
     vector: Float32Array,
     filter: IndexScope,
     limit: number,
+    first: number,
     fused: boolean,
   ): Candidate[] {
     // Exact KNN in process; the scope filters apply before ranking, the status check after it
     // only drops chunks of failed re-indexes.
     // Deeper while that left fewer than `limit` (a run's staged rows are in the copy too).
-    for (let fetch = limit + 32; ; fetch *= 4) {
+    for (let fetch = first; ; fetch *= 4) {
       const nearest = index.search(vector, filter, fetch, fused);
       const kept = this.searchable(nearest);
       if (kept.length >= limit || nearest.length < fetch) {

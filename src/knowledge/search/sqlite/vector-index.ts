@@ -264,7 +264,8 @@ export class VectorIndex {
       rows = this.approximate(this.graph, query, limit, fused, project, allowed);
     }
     rows ??= this.scanTop(query, 0, candidates(limit), project, allowed);
-    const list = Array.from(rows);
+    // Only the rows that can make the top `limit` are read and scored exactly.
+    const list = this.vectors.contenders(query, Array.from(rows), limit);
     const ids = this.keys.idsOf(list);
     const scores = this.vectors.exactScores(query, list, ids, this.keys.rowidsOf(list));
     const scored = list.map((r, i) => ({ r, id: ids[i] ?? '', score: scores[i] as number }));
@@ -447,17 +448,29 @@ export class VectorIndex {
 
   /** Cosine similarity of `vector` with each given chunk that has a row. */
   similarities(vector: Float32Array, chunkIds: readonly string[]): Map<string, number> {
-    const result = new Map<string, number>();
+    const { query, rows, ids } = this.chunkRows(vector, chunkIds);
+    const scores =
+      query === null ? null : this.vectors.exactScores(query, rows, ids, this.keys.rowidsOf(rows));
+    return new Map(ids.map((id, i) => [id, scores?.[i] ?? 0]));
+  }
+
+  /**
+   * Upper bounds of what `similarities` gives, from the int8 rows (nothing read); a chunk without
+   * a row has none (its cosine counts as 0).
+   */
+  cosineBounds(vector: Float32Array, chunkIds: readonly string[]): Map<string, number> {
+    const { query, rows, ids } = this.chunkRows(vector, chunkIds);
+    const bounds = query === null ? null : this.vectors.cosineBounds(query, rows).upper;
+    return new Map(ids.map((id, i) => [id, bounds?.[i] ?? 0]));
+  }
+
+  private chunkRows(vector: Float32Array, chunkIds: readonly string[]) {
     const query = this.vectors.normalise(vector);
     const rows: number[] = [];
     for (const id of chunkIds) {
       const r = this.keys.row(id);
       if (r !== undefined) rows.push(r);
     }
-    const ids = this.keys.idsOf(rows);
-    const scores =
-      query === null ? null : this.vectors.exactScores(query, rows, ids, this.keys.rowidsOf(rows));
-    ids.forEach((id, i) => result.set(id, scores?.[i] ?? 0));
-    return result;
+    return { query, rows, ids: this.keys.idsOf(rows) };
   }
 }

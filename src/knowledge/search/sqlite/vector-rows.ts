@@ -121,6 +121,44 @@ export class VectorRows {
     return scores;
   }
 
+  /**
+   * Bounds of the cosines `exactScores` gives, from the rows' int8 copies alone (no read): a
+   * component of a normalised row is within half its scale of the int8 one (rounding; the float32
+   * scale adds ~127 × 2⁻²⁴ of it), so the exact cosine is within scale × (½ + 10⁻⁴) × Σ|query|
+   * of the int8 one (and 10⁻⁹ for the sums' rounding).
+   */
+  cosineBounds(
+    query: Float32Array,
+    rows: readonly number[],
+  ): { lower: Float64Array; upper: Float64Array } {
+    let l1 = 0;
+    for (let j = 0; j < this.dims; j++) l1 += Math.abs(query[j] as number);
+    const lower = new Float64Array(rows.length);
+    const upper = new Float64Array(rows.length);
+    rows.forEach((r, i) => {
+      const q = this.int8.row(r);
+      const scale = this.scales[r] as number;
+      let dot = 0;
+      for (let j = 0; j < this.dims; j++) dot += (query[j] as number) * (q[j] as number);
+      const margin = scale * (0.5 + 1e-4) * l1 + 1e-9;
+      lower[i] = dot * scale - margin;
+      upper[i] = dot * scale + margin;
+    });
+    return { lower, upper };
+  }
+
+  /**
+   * The rows that can be among the best `keep` by exact cosine: all when there are no more, else
+   * those whose upper bound reaches the `keep`-th best lower bound (in their order). The others
+   * score less than `keep` rows whatever their float32 vectors: they need not be read.
+   */
+  contenders(query: Float32Array, rows: readonly number[], keep: number): readonly number[] {
+    if (rows.length <= keep || keep <= 0) return rows;
+    const { lower, upper } = this.cosineBounds(query, rows);
+    const floor = Float64Array.from(lower).sort().reverse()[keep - 1] as number;
+    return rows.filter((_, i) => (upper[i] as number) >= floor);
+  }
+
   /** The rows' normalised vectors, `dims` each: read from the source (or else their int8 copy). */
   unitRows(
     rows: readonly number[],
