@@ -18,7 +18,9 @@
  *    p50 / p95 per mode, recall@10 of the semantic mode against an exact float32 scan.
  *    Hybrid answers (the first `--recall-queries` queries, and the paraphrase set's questions)
  *    are compared with a server of this build whose vector graph is off (the exact scan,
- *    SEARCH_ANN_MIN_VECTORS=-1), started once at the end: hybrid agreement@10 vs exact.
+ *    SEARCH_ANN_MIN_VECTORS=-1), started once at the end: hybrid agreement@10 vs exact. Each
+ *    restart also reports how much of the database file was in the page cache (`fincore`): the
+ *    searches read vectors and rows from it, from memory or from disk.
  * 3. Bytes per chunk of each in-process structure, from this build's indexes loaded in this
  *    process (`SqliteChunkStore.memoryReport`).
  *
@@ -32,6 +34,7 @@
  *
  * Progress goes to stderr; the results to stdout.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -154,7 +157,8 @@ async function retrieve(base: string, query: string, mode: Mode): Promise<[Hit[]
 interface Run {
   label: string;
   cold: { listenS: number; readyS: number; graphS: number };
-  restart: { listenS: number; readyS: number; firstQueryMs: number };
+  /** `cachedBytes`: the database file's bytes in the page cache at the restart (fincore). */
+  restart: { listenS: number; readyS: number; firstQueryMs: number; cachedBytes: number };
   rssRest: number;
   rssQueries: number;
   /** The restarted server (indexes from the snapshots): when ready, after its queries. */
@@ -222,11 +226,27 @@ function agreement(answers: string[][], reference: string[][]): number {
 const NOT_MEASURED = { listenS: Number.NaN, readyS: Number.NaN, graphS: Number.NaN };
 
 /**
+ * Bytes of `file` in the operating system's page cache (util-linux `fincore`; NaN without it): a
+ * search reads vectors and rows from the database file, from memory or from disk.
+ */
+function pageCached(file: string): number {
+  try {
+    const out = execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], {
+      encoding: 'utf8',
+    });
+    return Number(out.trim());
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
  * A restart on the snapshots there are: listening, ready, the first hybrid query, RSS when ready
  * and after `load(base)` (what it returns is passed on).
  */
 async function restart<T>(label: string, cli: string, load: (base: string) => Promise<T>) {
   log(`${label}: restart`);
+  const cachedBytes = pageCached(dbPath);
   const again = await startTimed(cli, env, 1800);
   const rssRestart = rssOf(again.child.pid!);
   const [, firstQueryMs] = await retrieve(again.base, firstQuery, 'hybrid');
@@ -234,7 +254,7 @@ async function restart<T>(label: string, cli: string, load: (base: string) => Pr
   const rssRestartQueries = rssOf(again.child.pid!);
   await stop(again.child);
   log(`${label}: listening after ${s(again.listenS)}, ready after ${s(again.readyS)}`);
-  const times = { listenS: again.listenS, readyS: again.readyS, firstQueryMs };
+  const times = { listenS: again.listenS, readyS: again.readyS, firstQueryMs, cachedBytes };
   return { restart: times, rssRestart, rssRestartQueries, result };
 }
 
@@ -366,6 +386,7 @@ row('first start → ready (indexes loaded)', (r) => time(r.cold.readyS));
 row('first start → vector graph built and saved', (r) =>
   r.label === 'before' ? '–' : time(r.cold.graphS),
 );
+row('restart: database file in the page cache', (r) => megabytes(r.restart.cachedBytes));
 row('restart → listening', (r) => s(r.restart.listenS));
 row('restart → ready', (r) => s(r.restart.readyS));
 row('first hybrid query after ready', (r) => `${ms(r.restart.firstQueryMs)} ms`);
