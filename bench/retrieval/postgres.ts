@@ -181,22 +181,17 @@ export async function hnswCurveOf(
       const ms: number[] = [];
       for (const [i, v] of vectors.entries()) {
         const t0 = performance.now();
-        const { rows } =
-          mean === undefined
-            ? await client.query<{ chunk_id: string }>(
-                `select chunk_id from (
-                   select chunk_id, embedding <=> $1::vector as d from ${table}
-                   order by embedding <=> $1::vector limit 42
-                 ) s order by d limit 10`,
-                [literal(v)],
-              )
-            : await client.query<{ chunk_id: string }>(
-                `select chunk_id from (
-                   select chunk_id, embedding <=> $1::vector as d from ${table}
-                   order by centred <=> $2::vector limit 42
-                 ) s order by d limit 10`,
-                [literal(v), literal(v.map((x, j) => x - (mean[j] ?? 0)))],
-              );
+        // Centred: the graph over `centred` is walked with the query minus the mean.
+        const walk = mean === undefined ? 'embedding <=> $1::vector' : 'centred <=> $2::vector';
+        const params = [literal(v)];
+        if (mean !== undefined) params.push(literal(v.map((x, j) => x - (mean[j] ?? 0))));
+        const { rows } = await client.query<{ chunk_id: string }>(
+          `select chunk_id from (
+             select chunk_id, embedding <=> $1::vector as d from ${table}
+             order by ${walk} limit 42
+           ) s order by d limit 10`,
+          params,
+        );
         ms.push(performance.now() - t0);
         const want = new Set(exact[i]);
         found += rows.filter((r) => want.has(r.chunk_id)).length;

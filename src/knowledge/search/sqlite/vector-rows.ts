@@ -155,7 +155,7 @@ export class VectorRows {
   contenders(query: Float32Array, rows: readonly number[], keep: number): readonly number[] {
     if (rows.length <= keep || keep <= 0) return rows;
     const { lower, upper } = this.cosineBounds(query, rows);
-    const floor = Float64Array.from(lower).sort().reverse()[keep - 1] as number;
+    const floor = lower.slice().sort()[rows.length - keep] as number;
     return rows.filter((_, i) => (upper[i] as number) >= floor);
   }
 
