@@ -113,7 +113,7 @@ describe('VectorIndex', () => {
     expect(index.search(q, { documents: new Set(['d7']), projectId: 'even' }, 30)).toEqual([]);
   });
 
-  it('bounds each similarity from above by its int8 row alone, closely', () => {
+  it('bounds each similarity from both sides by its int8 row alone, closely', () => {
     const ids = all.map((r) => r.chunkId);
     let widest = 0;
     for (const q of queries) {
@@ -121,9 +121,10 @@ describe('VectorIndex', () => {
       const bounds = index.cosineBounds(q, [...ids, 'missing']);
       expect(bounds.has('missing')).toBe(false);
       for (const [id, cosine] of exact) {
-        const bound = bounds.get(id) ?? Number.NaN;
-        expect(bound).toBeGreaterThanOrEqual(cosine);
-        widest = Math.max(widest, bound - cosine);
+        const { lower, upper } = bounds.get(id) ?? { lower: Number.NaN, upper: Number.NaN };
+        expect(upper).toBeGreaterThanOrEqual(cosine);
+        expect(lower).toBeLessThanOrEqual(cosine);
+        widest = Math.max(widest, upper - cosine, cosine - lower);
       }
     }
     // Half a step of each row's int8 scale times Σ|query|: a few hundredths at 20 dimensions.
@@ -139,6 +140,27 @@ describe('VectorIndex', () => {
     }
     // 64 candidates each (the int8 scan's best) without the bounds.
     expect(table.vectorsRead - before).toBeLessThan(queries.length * 64 * 0.75);
+  });
+
+  it('gives the candidates a search would read, with bounds of their cosines, reading none', () => {
+    for (const q of queries) {
+      const before = table.vectorsRead;
+      const bounded = index.nearestBounds(q, {}, 10);
+      expect(table.vectorsRead).toBe(before);
+      const exact = index.similarities(
+        q,
+        bounded.map((b) => b.chunkId),
+      );
+      for (const b of bounded) {
+        const cosine = exact.get(b.chunkId) ?? Number.NaN;
+        expect(b.lower).toBeLessThanOrEqual(cosine);
+        expect(b.upper).toBeGreaterThanOrEqual(cosine);
+        expect(b.documentId).toBe(all[Number(b.chunkId.slice(1))]?.documentId);
+      }
+      // The search's answer is among them.
+      const ids = new Set(bounded.map((b) => b.chunkId));
+      for (const c of index.search(q, {}, 10)) expect(ids.has(c.chunkId)).toBe(true);
+    }
   });
 
   it('gives similarities of given chunks, and forgets deleted documents (with compaction)', () => {

@@ -11,7 +11,6 @@ import {
   type Candidate,
   type ChunkHit,
   type ChunkStore,
-  type DocumentCandidate,
   type Evidence,
   type IndexCommit,
   type IndexScope,
@@ -22,7 +21,7 @@ import {
   vectorDepth,
 } from '../chunk-store.js';
 import { registerSqliteFilter, sqliteFilterSql, toSqlite } from '../../filter/sql.js';
-import { cosinesNeeded } from '../fused-cosines.js';
+import { fusedEvidence, nearestContenders, type BoundedNearest } from '../fused-cosines.js';
 import { queryWordGroups } from '../query-terms.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
 import { sharedLexer } from './fts5-lexer.js';
@@ -182,17 +181,29 @@ export class SqliteChunkStore implements ChunkStore {
         if (vector === null || vectors === null) {
           return this.ranked({ keyword, semantic: [], cosine: new Map(), keywordMax }, rank);
         }
-        // The keyword candidates' cosines too, before the vector search waits for the graph:
-        // fused, only the first `fusedTop` now, and later only those that could still enter the
-        // answer (fused-cosines.ts).
+        // Fused: only the cosines that can change the answer are read (fused-cosines.ts).
         const top = request.fusedTop;
-        const score = top === undefined ? undefined : request.fusedScore?.(keyword, keywordMax);
-        const looked = top !== undefined && score !== undefined ? top : keyword.length;
-        const ids = (list: readonly Candidate[]) => list.map((k) => k.chunkId);
+        const score =
+          top === undefined || keyword.length === 0
+            ? undefined
+            : request.fusedScore?.(keyword, keywordMax);
+        if (top !== undefined && score !== undefined) {
+          const near = this.nearestBounds(vectors, vector, filter, depth);
+          const cosines = {
+            bounds: (ids: readonly string[]) => vectors.cosineBounds(vector, ids),
+            read: (ids: readonly string[]) => vectors.similarities(vector, ids),
+          };
+          const evidence = fusedEvidence(keyword, near, cosines, score, top);
+          return this.ranked({ ...evidence, keywordMax }, rank);
+        }
+        // The keyword candidates' cosines, before the vector search waits for the graph.
         const cosine =
           keyword.length === 0
             ? new Map<string, number>()
-            : vectors.similarities(vector, ids(keyword.slice(0, looked)));
+            : vectors.similarities(
+                vector,
+                keyword.map((k) => k.chunkId),
+              );
         const semantic = this.vectorSearch(
           vectors,
           vector,
@@ -201,14 +212,6 @@ export class SqliteChunkStore implements ChunkStore {
           fetch,
           keyword.length > 0,
         );
-        if (top !== undefined && score !== undefined && looked < keyword.length) {
-          const bounds = vectors.cosineBounds(vector, ids(keyword.slice(looked)));
-          const bound = (id: string) => bounds.get(id) ?? 0;
-          const more = cosinesNeeded(keyword, looked, cosine, semantic, score, top, bound);
-          if (more.length > 0) {
-            for (const [id, c] of vectors.similarities(vector, more)) cosine.set(id, c);
-          }
-        }
         return this.ranked({ keyword, semantic, cosine, keywordMax }, rank);
       })
       .deferred();
@@ -307,7 +310,7 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   /** The candidates whose document is searchable (one lookup per distinct document). */
-  private searchable<T extends DocumentCandidate>(candidates: T[]): T[] {
+  private searchable<T extends { documentId: string }>(candidates: T[]): T[] {
     if (candidates.length === 0) return candidates;
     const documents = [...new Set(candidates.map((c) => c.documentId))];
     const ok = new Set(
@@ -346,6 +349,23 @@ export class SqliteChunkStore implements ChunkStore {
       if (kept.length >= limit || nearest.length < fetch) {
         return kept.slice(0, limit).map((n) => ({ chunkId: n.chunkId, score: n.score }));
       }
+    }
+  }
+
+  /**
+   * A fused search's nearest chunks before their cosines are read: the searchable ones that can be
+   * among the `depth` nearest (as `vectorSearch` finds them, deeper while too few are searchable).
+   */
+  private nearestBounds(
+    index: VectorIndex,
+    vector: Float32Array,
+    filter: IndexScope,
+    depth: number,
+  ): BoundedNearest[] {
+    for (let fetch = depth; ; fetch *= 4) {
+      const nearest = index.nearestBounds(vector, filter, fetch, true);
+      const kept = this.searchable(nearest);
+      if (kept.length >= depth || nearest.length < fetch) return nearestContenders(kept, depth);
     }
   }
 

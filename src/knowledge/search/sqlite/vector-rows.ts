@@ -6,6 +6,7 @@
  * index's business; here a row is a number.
  */
 import { Int8Matrix } from './dot-kernel.js';
+import { keepFloor } from '../fused-cosines.js';
 import { TopK } from './top-k.js';
 import type { VectorSource } from './vector-types.js';
 
@@ -155,7 +156,7 @@ export class VectorRows {
   contenders(query: Float32Array, rows: readonly number[], keep: number): readonly number[] {
     if (rows.length <= keep || keep <= 0) return rows;
     const { lower, upper } = this.cosineBounds(query, rows);
-    const floor = lower.slice().sort()[rows.length - keep] as number;
+    const floor = keepFloor(lower, keep);
     return rows.filter((_, i) => (upper[i] as number) >= floor);
   }
 
