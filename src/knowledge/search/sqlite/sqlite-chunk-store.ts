@@ -41,6 +41,15 @@ export interface SqliteChunkStoreOptions {
   vectors?: VectorIndexOptions;
 }
 
+/**
+ * Which of the given documents (a JSON array of ids) are searchable. The status test is kept off
+ * the status index (`+`): SQLite would otherwise walk every searchable document through it and
+ * test each against the list (~0.4 ms a search at 1,000 documents, growing with them), instead of
+ * looking the list's ids up by primary key (~0.1 ms).
+ */
+export const SEARCHABLE_OF = `select d.id from knowledge_documents d
+  where d.id in (select value from json_each(?)) and +${SEARCHABLE}`;
+
 /** `and …` conditions for the scope (documents `d`, chunks `c`). */
 function scopeSql(scope: IndexScope, params: unknown[]): string {
   let where = '';
@@ -314,12 +323,7 @@ export class SqliteChunkStore implements ChunkStore {
     if (candidates.length === 0) return candidates;
     const documents = [...new Set(candidates.map((c) => c.documentId))];
     const ok = new Set(
-      this.statement(
-        `select d.id from knowledge_documents d
-         where d.id in (select value from json_each(?)) and ${SEARCHABLE}`,
-      )
-        .pluck()
-        .all(JSON.stringify(documents)) as string[],
+      this.statement(SEARCHABLE_OF).pluck().all(JSON.stringify(documents)) as string[],
     );
     return ok.size === documents.length
       ? candidates
