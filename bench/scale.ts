@@ -11,12 +11,13 @@
  *    temporary data directory (or `--dir`, reused as it is when it already holds a database).
  * 2. For each build (`--before-cli`, e.g. an older build's dist/cli.js, then `--cli`), on the same
  *    data: a first start (no snapshot of the search indexes; a build that writes one does so in
- *    the background), then `--queries` queries per mode (keyword, semantic, hybrid; topK 10) over
- *    HTTP, and a restart. Reported: spawn → listening (GET /health), spawn → ready (GET
+ *    the background), then `--queries` queries per mode (keyword, semantic, hybrid; topK 10; each
+ *    mode its own questions, so none finds what another read in the page cache) over HTTP, and a
+ *    restart. Reported: spawn → listening (GET /health), spawn → ready (GET
  *    /health/ready: the search indexes loaded, full speed), RSS at rest and after the queries
  *    (of the first start, and of the restarted server, whose indexes come from the snapshots),
  *    p50 / p95 per mode, recall@10 of the semantic mode against an exact float32 scan.
- *    Hybrid answers (the first `--recall-queries` queries, and the paraphrase set's questions)
+ *    Hybrid answers (its first `--recall-queries` queries, and the paraphrase set's questions)
  *    are compared with a server of this build whose vector graph is off (the exact scan,
  *    SEARCH_ANN_MIN_VECTORS=-1), started once at the end: hybrid agreement@10 vs exact. Each
  *    restart also reports how much of the database file was in the page cache (`fincore`): the
@@ -25,9 +26,10 @@
  *    process (`SqliteChunkStore.memoryReport`).
  *
  * `--restarts N` (with a `--dir` whose snapshots and graph a run left): no first start; each build
- * restarts N times on them, the builds alternating, and each restart is measured (listening, ready,
- * RSS when ready and after the queries, p50 / p95 per mode, recall): the same figures in minutes
- * instead of a first start and a graph build per build (~25 min each at 1M chunks).
+ * restarts N times on them, the builds alternating (the first one first in odd rounds, last in
+ * even ones), and each restart is measured (listening, ready, RSS when ready and after the
+ * queries, p50 / p95 per mode, recall): the same figures in minutes instead of a first start and
+ * a graph build per build (~25 min each at 1M chunks).
  *
  * `--server-env` sets a variable of the measured servers (e.g. SEARCH_ANN_MIN_VECTORS=50000 to
  * measure the approximate vector graph below its default threshold).
@@ -122,6 +124,17 @@ notes.push(
 
 const queries = Array.from({ length: queryCount }, () => generator.query());
 const firstQuery = queries[0] ?? 'first query';
+/**
+ * The questions of each mode: its own, so that no mode finds in the page cache the vectors and
+ * rows another mode read for the same questions (the semantic mode's are `queries`, whose exact
+ * nearest chunks give its recall).
+ */
+const ownQueries = () => Array.from({ length: queryCount }, () => generator.query());
+const queriesOf: Record<Mode, string[]> = {
+  semantic: queries,
+  keyword: ownQueries(),
+  hybrid: ownQueries(),
+};
 const env: Record<string, string> = { ...benchEnv(dir, KEY) };
 for (const pair of values['server-env']) {
   const at = pair.indexOf('=');
@@ -189,9 +202,9 @@ async function queryAll(
   let recalled = 0;
   const hybrid: Run['hybrid'] = { text: [], paraphrase: [] };
   for (const mode of MODES) {
-    for (const q of queries.slice(0, 5)) await retrieve(base, q, mode); // warm-up
+    for (const q of queriesOf[mode].slice(0, 5)) await retrieve(base, q, mode); // warm-up
     const times: number[] = [];
-    for (const [i, q] of queries.entries()) {
+    for (const [i, q] of queriesOf[mode].entries()) {
       const [items, elapsed] = await retrieve(base, q, mode);
       times.push(elapsed);
       const want = mode === 'semantic' ? exactTop[i] : undefined;
@@ -309,7 +322,7 @@ async function measure(label: string, cli: string): Promise<void> {
   const snapshotBytes = saved() ? snapshotsBytes() : 0;
   await stop(first.child);
   const restarted = await restart(label, cli, async (base) => {
-    for (const mode of MODES) for (const q of queries) await retrieve(base, q, mode);
+    for (const mode of MODES) for (const q of queriesOf[mode]) await retrieve(base, q, mode);
   });
   runs.push({
     label,
@@ -333,7 +346,10 @@ try {
   builds.push([values['before-cli'] === undefined ? 'this build' : 'after', values.cli]);
   const restarts = values.restarts === undefined ? 0 : Number(values.restarts);
   for (let round = 1; round <= restarts; round++) {
-    for (const [label, cli] of builds) await measureRestart(`${label} (${round})`, cli);
+    // The order turns each round: a build asks the same questions as the one before it, and what
+    // that one read may still be in the page cache.
+    const order = round % 2 === 1 ? builds : [...builds].reverse();
+    for (const [label, cli] of order) await measureRestart(`${label} (${round})`, cli);
   }
   if (restarts === 0) for (const [label, cli] of builds) await measure(label, cli);
 
@@ -342,7 +358,7 @@ try {
     log('hybrid with the vector graph off (the exact scan): the reference');
     const reference = await startTimed(values.cli, { ...env, SEARCH_ANN_MIN_VECTORS: '-1' }, 1800);
     exactHybrid = {
-      text: await hybridAnswers(reference.base, queries.slice(0, recallCount)),
+      text: await hybridAnswers(reference.base, queriesOf.hybrid.slice(0, recallCount)),
       paraphrase: await hybridAnswers(reference.base, questions),
     };
     await stop(reference.child);
