@@ -346,19 +346,15 @@ export class SqliteChunkStore implements ChunkStore {
   ): Candidate[] {
     // Exact KNN in process; the scope filters apply before ranking, the status check after it
     // only drops chunks of failed re-indexes.
-    // Deeper while that left fewer than `limit` (a run's staged rows are in the copy too).
-    for (let fetch = first; ; fetch *= 4) {
-      const nearest = index.search(vector, filter, fetch, fused);
-      const kept = this.searchable(nearest);
-      if (kept.length >= limit || nearest.length < fetch) {
-        return kept.slice(0, limit).map((n) => ({ chunkId: n.chunkId, score: n.score }));
-      }
-    }
+    const kept = this.searchableNearest(first, limit, (fetch) =>
+      index.search(vector, filter, fetch, fused),
+    );
+    return kept.slice(0, limit).map((n) => ({ chunkId: n.chunkId, score: n.score }));
   }
 
   /**
    * A fused search's nearest chunks before their cosines are read: the searchable ones that can be
-   * among the `depth` nearest (as `vectorSearch` finds them, deeper while too few are searchable).
+   * among the `depth` nearest.
    */
   private nearestBounds(
     index: VectorIndex,
@@ -366,10 +362,25 @@ export class SqliteChunkStore implements ChunkStore {
     filter: IndexScope,
     depth: number,
   ): BoundedNearest[] {
-    for (let fetch = depth; ; fetch *= 4) {
-      const nearest = index.nearestBounds(vector, filter, fetch, true);
+    const kept = this.searchableNearest(depth, depth, (fetch) =>
+      index.nearestBounds(vector, filter, fetch, true),
+    );
+    return nearestContenders(kept, depth);
+  }
+
+  /**
+   * The searchable ones of a vector search's results for `fetch` (`find`), from `first` on and
+   * deeper while fewer than `enough` are left (a run's staged rows are in the copy too).
+   */
+  private searchableNearest<T extends { documentId: string }>(
+    first: number,
+    enough: number,
+    find: (fetch: number) => T[],
+  ): T[] {
+    for (let fetch = first; ; fetch *= 4) {
+      const nearest = find(fetch);
       const kept = this.searchable(nearest);
-      if (kept.length >= depth || nearest.length < fetch) return nearestContenders(kept, depth);
+      if (kept.length >= enough || nearest.length < fetch) return kept;
     }
   }
 
