@@ -145,8 +145,8 @@ export interface SearchRequest {
   /**
    * With `fusedTop`: the fused score of a passage (fusion.ts `fusedScorer`) from its BM25 and
    * cosine, given the query's keyword candidates and keywordMax. The SQLite store then reads the
-   * exact cosine only of the keyword candidates that could still enter the answer
-   * (fused-cosines.ts); PostgreSQL computes them all in its query.
+   * exact cosine only of the candidates, keyword matches and nearest chunks, that could still
+   * enter the answer (fused-cosines.ts); PostgreSQL computes them all in its query.
    */
   fusedScore?: (
     keyword: readonly Candidate[],
