@@ -67,7 +67,7 @@ const db = new Database(file);
 // Every statement's time, and the rows of those that read vectors (`embedding` from a vector table).
 const spent = { ms: 0, vectors: 0 };
 const statement = Object.getPrototypeOf(db.prepare('select 1')) as Record<string, unknown>;
-for (const method of ['all', 'get', 'iterate']) {
+for (const method of ['all', 'get']) {
   const original = statement[method] as (...args: unknown[]) => unknown;
   statement[method] = function (this: { source: string }, ...args: unknown[]) {
     const started = performance.now();

@@ -187,9 +187,8 @@ export function fuse(
 /**
  * A passage's score for one query, as `fuse` gives it, from its raw BM25 (0 without a keyword
  * match) and its cosine; `keyword` (the query's keyword candidates) fixes the room and S.
- * Non-decreasing in both, so a passage scores at most `score(bm25, 1)` whatever its cosine: a
- * hybrid search reads the exact cosine only of the keyword candidates that could still enter the
- * answer (search/fused-cosines.ts).
+ * Non-decreasing in both, so bounds of a cosine bound the score: a hybrid search reads the exact
+ * cosine only of the candidates that could still enter the answer (search/fused-cosines.ts).
  */
 export function fusedScorer(
   keyword: readonly Candidate[],
