@@ -107,7 +107,10 @@ export class RetrievalService {
     const query = body.query.trim();
     if (query === '') throw new AppError('KNOWLEDGE_QUERY_REQUIRED');
     const filter = searchFilter(body);
-    const limit = Math.max(CANDIDATES, body.topK * 4);
+    // A keyword answer is its index's order cut to topK (keywordScore keeps the order), so no
+    // deeper list is needed; fusion needs the deeper lists, and a semantic search's recall (the
+    // exact re-scoring here, hnsw.ef_search on PostgreSQL) is tuned to their depth.
+    const limit = body.mode === 'keyword' ? body.topK : Math.max(CANDIDATES, body.topK * 4);
     const embedding = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
     // The queries of one embedding batch search in arrival order, a few per event-loop turn.
     await fairTurn();

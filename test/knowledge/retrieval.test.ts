@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
+import type { ChunkStore } from '../../src/knowledge/search/chunk-store.js';
 import { bearer, createTestApp, type TestApp } from '../helpers.js';
 import { KnowledgeClient, knowledgeApp } from './helpers.js';
 
@@ -107,6 +108,31 @@ describe('retrieve', () => {
       expect(hit.score).toBeLessThanOrEqual(1);
     }
     expect(sem.slice(0, 2).map((h) => h.sectionPath)).toContain('Astronomy > Stars');
+  });
+
+  it('keyword mode asks its index for topK alone, and answers the first topK of a deeper list', async () => {
+    // The service's own chunk store, its searches recorded.
+    const { store } = t.ctx.knowledge.retrieval as unknown as { store: ChunkStore };
+    const limits: number[] = [];
+    const search = store.search.bind(store);
+    store.search = (request, rank) => {
+      limits.push(request.limit);
+      return search(request, rank);
+    };
+    try {
+      const query = 'the dough and the planet of the star';
+      const deep = await k.hits({ query, mode: 'keyword', topK: 20 });
+      expect(deep.length).toBeGreaterThanOrEqual(3);
+      for (const topK of [1, 2]) {
+        const hits = await k.hits({ query, mode: 'keyword', topK });
+        expect(hits).toEqual(deep.slice(0, topK));
+      }
+      // Fusion still gets the deeper candidate lists.
+      await k.hits({ query, mode: 'hybrid', topK: 2 });
+      expect(limits).toEqual([20, 1, 2, 100]);
+    } finally {
+      store.search = search;
+    }
   });
 
   it('hybrid finds a passage whose words the query does not share', async () => {
