@@ -8,15 +8,20 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } fro
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SqliteDatabase } from '../../src/db/database.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
 import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
-import { SNAPSHOT_FORMAT } from '../../src/knowledge/search/sqlite/index-snapshots.js';
+import {
+  keywordFromSnapshot,
+  SNAPSHOT_FORMAT,
+} from '../../src/knowledge/search/sqlite/index-snapshots.js';
+import { sharedLexer } from '../../src/knowledge/search/sqlite/fts5-lexer.js';
 import {
   readSnapshot,
+  SnapshotError,
   writeSnapshot,
   type Section,
   type Snapshot,
@@ -111,6 +116,33 @@ async function addDocument(
       }),
     projectId,
   );
+}
+
+/** A snapshot's sections, to write again (changed). */
+function sectionsOf(snapshot: Snapshot): Map<string, Section> {
+  const sections = new Map<string, Section>();
+  for (const [key, list] of snapshot.strings) sections.set(key, { type: 'strings', list });
+  for (const [key, array] of snapshot.arrays) {
+    const type =
+      array instanceof Float64Array
+        ? 'f64'
+        : array instanceof Uint8Array
+          ? 'u8'
+          : array instanceof Int32Array
+            ? 'i32'
+            : 'f32';
+    sections.set(key, { type, parts: [array.slice()] });
+  }
+  return sections;
+}
+
+/** The Int32 array of section `name`. */
+function sectionOf(sections: Map<string, Section>, name: string): Int32Array {
+  const found = sections.get(name);
+  if (found === undefined || found.type !== 'i32' || !(found.parts[0] instanceof Int32Array)) {
+    throw new Error(`no section ${name}`);
+  }
+  return found.parts[0];
 }
 
 const QUERIES = ['alpha beta', 'river stone omega', 'kappa', 'sigma theta lambda', 'zeta'];
@@ -300,20 +332,8 @@ describe('search index snapshots (SQLite)', () => {
     const path = join(dir, 'search-snapshots', 'aps.sqlite.keyword.snapshot');
     const before = await readSnapshot(path);
     expect(before.arrays.get('postingCounts')?.length).toBe(before.strings.get('lexemes')?.length);
-    const sections = new Map<string, Section>();
-    for (const [key, list] of before.strings) sections.set(key, { type: 'strings', list });
-    for (const [key, array] of before.arrays) {
-      if (key === 'postingCounts') continue;
-      const type =
-        array instanceof Float64Array
-          ? 'f64'
-          : array instanceof Uint8Array
-            ? 'u8'
-            : array instanceof Int32Array
-              ? 'i32'
-              : 'f32';
-      sections.set(key, { type, parts: [array] });
-    }
+    const sections = sectionsOf(before);
+    sections.delete('postingCounts');
     await writeSnapshot(path, before.meta, sections, () => true);
     const logs: string[] = [];
     const restored = storeOf(entry, logs);
@@ -322,6 +342,65 @@ describe('search index snapshots (SQLite)', () => {
     const fresh = storeOf(entry);
     await fresh.warm(MODEL);
     expect(await evidence(restored)).toEqual(await evidence(fresh));
+  });
+
+  it('a keyword snapshot keeps the lists’ skip entries; entries that cannot be their lists’ are not trusted', async () => {
+    const dir = tempDir();
+    const entry = await openDatabase(join(dir, 'aps.sqlite'));
+    const writer = storeOf(entry, []);
+    // Each word in ~300 chunks: lists long enough for skip entries (posting-skips.ts).
+    await addDocument(entry, writer, 600);
+    await writer.warm(MODEL);
+    // Made in the background after the load, before any search; then saved.
+    const made = () => writer.memoryReport()['keyword skip entries'] ?? 0;
+    await vi.waitFor(
+      () => {
+        expect(made()).toBeGreaterThan(0);
+      },
+      { timeout: 5_000 },
+    );
+    await writer.saveIndexes();
+    const path = join(dir, 'search-snapshots', 'aps.sqlite.keyword.snapshot');
+    const good = await readSnapshot(path);
+    const table = good.arrays.get('skipTable');
+    expect(table?.length).toBeGreaterThan(0);
+    // The index read from it holds them: its own snapshot's would be the same.
+    expect(keywordFromSnapshot(good, sharedLexer()).state().skips).toEqual({
+      table,
+      offsets: good.arrays.get('skipOffsets'),
+      before: good.arrays.get('skipBefore'),
+    });
+    const logs: string[] = [];
+    const store = storeOf(entry, logs);
+    await store.warm(MODEL);
+    expect(logs.filter((l) => l === 'search index snapshot loaded')).toHaveLength(2);
+    expect(await evidence(store)).toEqual(await evidence(writer));
+    await store.close();
+
+    // Each a wrong entry: a row out of order, an offset past the list, a section missing.
+    const bad: [string, (sections: Map<string, Section>) => unknown][] = [
+      ['row', (a) => sectionOf(a, 'skipBefore').fill(1 << 30, 1, 2)],
+      ['offset', (a) => sectionOf(a, 'skipOffsets').fill(1 << 30, 1, 2)],
+      ['section', (a) => a.delete('skipOffsets')],
+    ];
+    for (const [what, spoil] of bad) {
+      const sections = sectionsOf(good);
+      spoil(sections);
+      await writeSnapshot(path, good.meta, sections, () => true);
+      await expect(
+        readSnapshot(path).then((read) => keywordFromSnapshot(read, sharedLexer())),
+        what,
+      ).rejects.toThrow(SnapshotError);
+      const rebuilt: string[] = [];
+      const again = storeOf(entry, rebuilt);
+      await again.warm(MODEL);
+      expect(
+        rebuilt.some((l) => l.startsWith('search index snapshot not used')),
+        what,
+      ).toBe(true);
+      expect(await evidence(again), what).toEqual(await evidence(writer));
+      await again.close();
+    }
   });
 
   it("another database's snapshots (a copied or restored file) are not used", async () => {

@@ -16,6 +16,7 @@ import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { FTS5_TOKENIZE, type Fts5Lexer } from './fts5-lexer.js';
 import { KeywordIndex, type KeywordState } from './keyword-index.js';
+import type { SavedSkips } from './posting-skips.js';
 import type { GraphState } from './ann-graph.js';
 import {
   fileChecksum,
@@ -248,8 +249,28 @@ export function keywordSections(state: KeywordState, lexer: Fts5Lexer): Map<stri
     ...(state.postingCounts === undefined
       ? []
       : [['postingCounts', array([state.postingCounts], 'i32')] as const]),
+    ...(state.skips === undefined
+      ? []
+      : ([
+          ['skipTable', array([state.skips.table], 'i32')],
+          ['skipOffsets', array([state.skips.offsets], 'i32')],
+          ['skipBefore', array([state.skips.before], 'i32')],
+        ] as const)),
     ['postings', array([state.postings], 'u8')],
   ]);
+}
+
+/** The skip entries of a keyword snapshot, all three sections or none (an earlier build's). */
+function savedSkips(snapshot: Snapshot): SavedSkips | undefined {
+  const names = ['skipTable', 'skipOffsets', 'skipBefore'];
+  const found = names.filter((name) => snapshot.arrays.has(name)).length;
+  if (found === 0) return undefined;
+  if (found !== names.length) throw new SnapshotError('skip entries');
+  return {
+    table: section(snapshot, 'skipTable', Int32Array),
+    offsets: section(snapshot, 'skipOffsets', Int32Array),
+    before: section(snapshot, 'skipBefore', Int32Array),
+  };
 }
 
 function section<T extends Typed>(snapshot: Snapshot, name: string, type: new (n: number) => T): T {
@@ -308,14 +329,21 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
     postingLast,
     ...(counts === undefined ? {} : { postingCounts: counts }),
   };
+  const skips = savedSkips(snapshot);
+  if (skips !== undefined) state.skips = skips;
   checkRows(state, [state.rowids, state.documentOf, state.projectOf, state.lengths, state.alive]);
   // The sections are arrays of their own (snapshot-file.ts): the index keeps them.
-  return KeywordIndex.fromState(
-    state,
-    // '' marks room the lists grew into, past every id the lexer gave: not a lexeme.
-    Int32Array.from(lexemes, (l) => (l === '' ? -1 : lexer.intern(l))),
-    true,
-  );
+  try {
+    return KeywordIndex.fromState(
+      state,
+      // '' marks room the lists grew into, past every id the lexer gave: not a lexeme.
+      Int32Array.from(lexemes, (l) => (l === '' ? -1 : lexer.intern(l))),
+      true,
+    );
+  } catch (error) {
+    // Skip entries that cannot be their lists' (posting-skips.ts `load`).
+    throw new SnapshotError(error instanceof Error ? error.message : String(error));
+  }
 }
 
 export function vectorSections(state: VectorState): Map<string, Section> {

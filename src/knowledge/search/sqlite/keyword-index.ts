@@ -84,7 +84,15 @@ export class KeywordIndex extends KeywordStore {
   static fromState(state: KeywordState, lexemeIds: Int32Array, owned = false): KeywordIndex {
     const index = new KeywordIndex();
     index.restore(state, lexemeIds, owned);
+    if (state.skips !== undefined) {
+      index.skips.load(state.skips, index.lists, (id) => lexemeIds[id] ?? -1, index.count);
+    }
     return index;
+  }
+
+  /** The rows and postings, and the long lists' skip entries (copies), for a snapshot. */
+  override state(): KeywordState {
+    return { ...super.state(), skips: this.skips.save() };
   }
 
   /**
@@ -117,18 +125,22 @@ export class KeywordIndex extends KeywordStore {
   }
 
   /**
-   * Counts the live rows of every list whose count is not known (a snapshot of an earlier build,
-   * or after a delete), in slices (`slice` between them), so that searches do not; how many.
+   * Readies every list for searches, in slices (`slice` between them), so that searches do not
+   * pay for it: counts the live rows of a list whose count is not known (a snapshot of an earlier
+   * build, or after a delete), and makes the skip entries a long list lacks (posting-skips.ts: a
+   * pass over the whole list, which a search made on its first look). How many lists were
+   * counted or given entries: what a snapshot taken before lacks.
    */
-  async countLists(slice: () => Promise<void>): Promise<number> {
-    let counted = 0;
+  async prepareLists(slice: () => Promise<void>): Promise<number> {
+    let readied = 0;
     for (let id = 0; id < this.lists.capacity; id++) {
-      if (this.liveAt[id] === this.epoch) continue;
-      this.matching(id);
-      counted++;
-      if ((counted & 0xff) === 0) await slice();
+      let work = this.liveAt[id] !== this.epoch;
+      if (work) this.matching(id);
+      if (!this.skips.has(id) && this.skips.of(this.lists, id, this.lengths) !== null) work = true;
+      if (work) readied++;
+      if (work || (id & 0xff) === 0) await slice();
     }
-    return counted;
+    return readied;
   }
 
   /**

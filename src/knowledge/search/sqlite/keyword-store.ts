@@ -9,6 +9,7 @@ import { ChunkIds } from './chunk-ids.js';
 import { COLUMN_WEIGHTS } from '../bm25.js';
 import { forEachPosting, MAX_ROWS, writePosting } from './keyword-postings.js';
 import { PostingLists } from './posting-lists.js';
+import type { SavedSkips } from './posting-skips.js';
 
 /**
  * The bm25() weights of the indexed columns (document_name, section_path, content) doubled:
@@ -51,6 +52,8 @@ export interface KeywordState {
   postingLast: Int32Array;
   /** By lexeme id: the live rows holding it, -1 when not known (a snapshot without them). */
   postingCounts?: Int32Array;
+  /** The long lists' skip entries (posting-skips.ts; a snapshot of an earlier build has none). */
+  skips?: SavedSkips;
 }
 
 /** The bytes of lexeme `id`'s list in a state. */

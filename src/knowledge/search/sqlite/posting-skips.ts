@@ -33,6 +33,19 @@ export interface Skips {
   minLength: number;
 }
 
+/**
+ * Every list's entries as three arrays (a snapshot's sections, index-snapshots.ts): per list,
+ * SAVED_FIELDS numbers in `table` (its lexeme id, entries, covered, last, since, maxDoubled,
+ * minLength), its entries in `offsets` and `before`, lists in table order.
+ */
+export interface SavedSkips {
+  table: Int32Array;
+  offsets: Int32Array;
+  before: Int32Array;
+}
+
+const SAVED_FIELDS = 7;
+
 export class PostingSkips {
   private readonly skips = new Map<number, Skips>();
 
@@ -48,6 +61,81 @@ export class PostingSkips {
     let bytes = 0;
     for (const s of this.skips.values()) bytes += s.offsets.byteLength + s.before.byteLength;
     return bytes;
+  }
+
+  /** Whether list `id` has entries. */
+  has(id: number): boolean {
+    return this.skips.has(id);
+  }
+
+  /** The entries of every list that has them (copies: `SavedSkips`). */
+  save(): SavedSkips {
+    let total = 0;
+    for (const s of this.skips.values()) total += s.entries;
+    const table = new Int32Array(this.skips.size * SAVED_FIELDS);
+    const offsets = new Int32Array(total);
+    const before = new Int32Array(total);
+    let at = 0;
+    let row = 0;
+    for (const [id, s] of this.skips) {
+      table.set([id, s.entries, s.covered, s.last, s.since, s.maxDoubled, s.minLength], row);
+      offsets.set(s.offsets.subarray(0, s.entries), at);
+      before.set(s.before.subarray(0, s.entries), at);
+      at += s.entries;
+      row += SAVED_FIELDS;
+    }
+    return { table, offsets, before };
+  }
+
+  /**
+   * Takes the entries `saved` holds for `lists` (`idOf`: a saved lexeme id's id here, -1 for
+   * none; `rows`: the index's rows); throws, taking none, where one of them could not be true of
+   * its list: a search would jump through it to a wrong row.
+   */
+  load(saved: SavedSkips, lists: PostingLists, idOf: (id: number) => number, rows: number): void {
+    const { table, offsets, before } = saved;
+    const taken = new Map<number, Skips>();
+    let at = 0;
+    if (table.length % SAVED_FIELDS !== 0 || offsets.length !== before.length) {
+      throw new Error('skip entries: sections');
+    }
+    for (let row = 0; row < table.length; row += SAVED_FIELDS) {
+      const [saved, entries, covered, last, since, maxDoubled, minLength] = table.subarray(
+        row,
+        row + SAVED_FIELDS,
+      ) as unknown as number[];
+      const id = idOf(saved as number);
+      const ok =
+        id >= 0 &&
+        !taken.has(id) &&
+        (entries as number) >= 1 &&
+        at + (entries as number) <= offsets.length &&
+        (covered as number) <= (lists.used[id] as number) &&
+        (last as number) < rows &&
+        (since as number) >= 0 &&
+        (since as number) <= this.every &&
+        (maxDoubled as number) >= 0 &&
+        (minLength as number) >= 0 &&
+        ascending(offsets, before, at, at + (entries as number), covered as number, last as number);
+      if (!ok) throw new Error('skip entries: a list');
+      const end = at + (entries as number);
+      taken.set(id, {
+        // Views of the sections (a snapshot's, the index's to keep): a list's entries are
+        // copied out only when it grows past them.
+        offsets: offsets.subarray(at, end),
+        before: before.subarray(at, end),
+        entries: entries as number,
+        covered: covered as number,
+        last: last as number,
+        since: since as number,
+        maxDoubled: maxDoubled as number,
+        minLength: minLength as number,
+      });
+      at = end;
+    }
+    if (at !== offsets.length) throw new Error('skip entries: sections');
+    this.skips.clear();
+    for (const [id, s] of taken) this.skips.set(id, s);
   }
 
   /**
@@ -98,16 +186,45 @@ export class PostingSkips {
     skips.minLength = minLength;
     skips.covered = used;
     skips.last = cursor.row;
+    // Sized from the list's bytes at first, for up to one posting a byte: a posting takes one to
+    // two bytes, so up to half of the entries would stay empty.
+    if (skips.offsets.length > skips.entries * 1.25 + 16) this.resize(skips, skips.entries + 1);
     return skips;
   }
 
   private grow(skips: Skips): void {
-    const size = Math.ceil(skips.offsets.length * 1.5) + 1;
+    this.resize(skips, Math.ceil(skips.offsets.length * 1.5) + 1);
+  }
+
+  /** Room for `size` entries (at least the entries made). */
+  private resize(skips: Skips, size: number): void {
     const offsets = new Int32Array(size);
-    offsets.set(skips.offsets);
-    const before = new Int32Array(size);
-    before.set(skips.before);
+    offsets.set(skips.offsets.subarray(0, skips.entries));
+    const before = new Int32Array(size).fill(-1);
+    before.set(skips.before.subarray(0, skips.entries));
     skips.offsets = offsets;
     skips.before = before;
   }
+}
+
+/**
+ * Whether entries [from, to) can be a list's: the first at its start (no row before), then
+ * offsets within the bytes covered and rows within the last, both rising.
+ */
+function ascending(
+  offsets: Int32Array,
+  before: Int32Array,
+  from: number,
+  to: number,
+  covered: number,
+  last: number,
+): boolean {
+  if (offsets[from] !== 0 || before[from] !== -1) return false;
+  for (let i = from + 1; i < to; i++) {
+    const offset = offsets[i] as number;
+    const row = before[i] as number;
+    if (offset <= (offsets[i - 1] as number) || offset >= covered) return false;
+    if (row <= (before[i - 1] as number) || row > last) return false;
+  }
+  return true;
 }
