@@ -423,6 +423,13 @@ describe('pruned keyword search (MaxScore)', () => {
     expect(slices).toBeGreaterThan(0);
     const prepared = pruned.memoryReport()['keyword skip entries'] ?? 0;
     expect(prepared).toBeGreaterThan(0);
+    // The same entries saved and loaded (as a snapshot keeps them): views of the saved arrays,
+    // copied out when their lists grow.
+    const state = pruned.state();
+    const ids = Int32Array.from(state.postingLengths, (_, id) => id);
+    const restored = KeywordIndex.fromState(state, ids, false, { skipEvery: 2 });
+    expect(restored.state().skips).toEqual(state.skips);
+    expect(state.skips?.table.length).toBeGreaterThan(0);
     let rowid = 1_000_000;
     const add = (corpus: Corpus, d: number) => {
       for (const doc of corpus.docs) {
@@ -435,15 +442,15 @@ describe('pruned keyword search (MaxScore)', () => {
           projectId: doc.project,
           columns: [ids[3 * i] ?? none, ids[3 * i + 1] ?? none, ids[3 * i + 2] ?? none] as const,
         }));
-        for (const index of [every, pruned]) index.add(rows);
+        for (const index of [every, pruned, restored]) index.add(rows);
       }
     };
     const same = () => {
       for (const q of ['the planet', 'a of bread the', 'data and the of', 'oven dough a']) {
-        const got = pruned.search(phrases(q), {}, 5);
-        expect(got.map((h) => [h.rowid, h.score])).toEqual(
-          every.search(phrases(q), {}, 5).map((h) => [h.rowid, h.score]),
-        );
+        const want = every.search(phrases(q), {}, 5).map((h) => [h.rowid, h.score]);
+        for (const index of [pruned, restored]) {
+          expect(index.search(phrases(q), {}, 5).map((h) => [h.rowid, h.score])).toEqual(want);
+        }
       }
     };
     same();
@@ -455,7 +462,7 @@ describe('pruned keyword search (MaxScore)', () => {
     expect(before).toBeGreaterThan(prepared);
     // Most documents deleted: the lists are compacted (re-encoded), their entries dropped.
     for (let d = 0; d < more.length - 2; d++)
-      for (const i of [every, pruned]) i.deleteDocument(`x${d}`);
+      for (const i of [every, pruned, restored]) i.deleteDocument(`x${d}`);
     expect(pruned.memoryReport()['keyword skip entries']).toBeLessThan(before);
     same();
   });

@@ -16,7 +16,7 @@ import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { FTS5_TOKENIZE, type Fts5Lexer } from './fts5-lexer.js';
 import { KeywordIndex, type KeywordState } from './keyword-index.js';
-import type { SavedSkips } from './posting-skips.js';
+import { SkipEntriesError, type SavedSkips } from './posting-skips.js';
 import type { GraphState } from './ann-graph.js';
 import {
   fileChecksum,
@@ -341,8 +341,8 @@ export function keywordFromSnapshot(snapshot: Snapshot, lexer: Fts5Lexer): Keywo
       true,
     );
   } catch (error) {
-    // Skip entries that cannot be their lists' (posting-skips.ts `load`).
-    throw new SnapshotError(error instanceof Error ? error.message : String(error));
+    if (error instanceof SkipEntriesError) throw new SnapshotError(error.message);
+    throw error;
   }
 }
 

@@ -81,8 +81,13 @@ export class KeywordIndex extends KeywordStore {
    * An index holding a snapshot's rows (keyword-store.ts `restore`; `owned`: the row arrays are
    * the index's to keep, a snapshot file's sections).
    */
-  static fromState(state: KeywordState, lexemeIds: Int32Array, owned = false): KeywordIndex {
-    const index = new KeywordIndex();
+  static fromState(
+    state: KeywordState,
+    lexemeIds: Int32Array,
+    owned = false,
+    options: ConstructorParameters<typeof KeywordIndex>[0] = {},
+  ): KeywordIndex {
+    const index = new KeywordIndex(options);
     index.restore(state, lexemeIds, owned);
     if (state.skips !== undefined) {
       index.skips.load(state.skips, index.lists, (id) => lexemeIds[id] ?? -1, index.count);

@@ -46,6 +46,9 @@ export interface SavedSkips {
 
 const SAVED_FIELDS = 7;
 
+/** Saved entries that cannot be their lists' (`PostingSkips.load`). */
+export class SkipEntriesError extends Error {}
+
 export class PostingSkips {
   private readonly skips = new Map<number, Skips>();
 
@@ -89,36 +92,34 @@ export class PostingSkips {
 
   /**
    * Takes the entries `saved` holds for `lists` (`idOf`: a saved lexeme id's id here, -1 for
-   * none; `rows`: the index's rows); throws, taking none, where one of them could not be true of
-   * its list: a search would jump through it to a wrong row.
+   * none; `rows`: the index's rows); throws SkipEntriesError, taking none, where one of them
+   * could not be true of its list: a search would jump through it to a wrong row.
    */
   load(saved: SavedSkips, lists: PostingLists, idOf: (id: number) => number, rows: number): void {
     const { table, offsets, before } = saved;
+    if (table.length % SAVED_FIELDS !== 0 || offsets.length !== before.length) {
+      throw new SkipEntriesError('skip entries: sections');
+    }
     const taken = new Map<number, Skips>();
     let at = 0;
-    if (table.length % SAVED_FIELDS !== 0 || offsets.length !== before.length) {
-      throw new Error('skip entries: sections');
-    }
     for (let row = 0; row < table.length; row += SAVED_FIELDS) {
-      const [saved, entries, covered, last, since, maxDoubled, minLength] = table.subarray(
-        row,
-        row + SAVED_FIELDS,
-      ) as unknown as number[];
-      const id = idOf(saved as number);
+      const field = (k: number) => table[row + k] as number;
+      const id = idOf(field(0));
+      const [entries, covered, last, since, maxDoubled, minLength] = [1, 2, 3, 4, 5, 6].map(field);
+      const end = at + (entries as number);
       const ok =
         id >= 0 &&
         !taken.has(id) &&
         (entries as number) >= 1 &&
-        at + (entries as number) <= offsets.length &&
-        (covered as number) <= (lists.used[id] as number) &&
+        end <= offsets.length &&
+        (covered as number) <= (lists.used[id] ?? -1) &&
         (last as number) < rows &&
         (since as number) >= 0 &&
         (since as number) <= this.every &&
         (maxDoubled as number) >= 0 &&
         (minLength as number) >= 0 &&
-        ascending(offsets, before, at, at + (entries as number), covered as number, last as number);
-      if (!ok) throw new Error('skip entries: a list');
-      const end = at + (entries as number);
+        ascending(offsets, before, at, end, covered as number, last as number);
+      if (!ok) throw new SkipEntriesError('skip entries: a list');
       taken.set(id, {
         // Views of the sections (a snapshot's, the index's to keep): a list's entries are
         // copied out only when it grows past them.
@@ -133,7 +134,7 @@ export class PostingSkips {
       });
       at = end;
     }
-    if (at !== offsets.length) throw new Error('skip entries: sections');
+    if (at !== offsets.length) throw new SkipEntriesError('skip entries: sections');
     this.skips.clear();
     for (const [id, s] of taken) this.skips.set(id, s);
   }

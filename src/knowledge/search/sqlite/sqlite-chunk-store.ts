@@ -311,7 +311,7 @@ export class SqliteChunkStore implements ChunkStore {
    */
   private keywordInProcess(groups: number[][], filter: IndexScope, limit: number): Candidate[] {
     const index = this.indexes.keywordIndex();
-    return this.searchableNearest(limit, limit, (fetch) => index.search(groups, filter, fetch))
+    return this.searchableResults(limit, limit, (fetch) => index.search(groups, filter, fetch))
       .slice(0, limit)
       .map((k) => ({ chunkId: k.chunkId, score: k.score }));
   }
@@ -344,7 +344,7 @@ export class SqliteChunkStore implements ChunkStore {
   ): Candidate[] {
     // Exact KNN in process; the scope filters apply before ranking, the status check after it
     // only drops chunks of failed re-indexes.
-    const kept = this.searchableNearest(first, limit, (fetch) =>
+    const kept = this.searchableResults(first, limit, (fetch) =>
       index.search(vector, filter, fetch, fused),
     );
     return kept.slice(0, limit).map((n) => ({ chunkId: n.chunkId, score: n.score }));
@@ -360,7 +360,7 @@ export class SqliteChunkStore implements ChunkStore {
     filter: IndexScope,
     depth: number,
   ): BoundedNearest[] {
-    const kept = this.searchableNearest(depth, depth, (fetch) =>
+    const kept = this.searchableResults(depth, depth, (fetch) =>
       index.nearestBounds(vector, filter, fetch, true),
     );
     return nearestContenders(kept, depth);
@@ -370,7 +370,7 @@ export class SqliteChunkStore implements ChunkStore {
    * The searchable ones of a search's results for `fetch` (`find`), from `first` on and deeper
    * while fewer than `enough` are left (a run's staged rows are in the copies too).
    */
-  private searchableNearest<T extends { documentId: string }>(
+  private searchableResults<T extends { documentId: string }>(
     first: number,
     enough: number,
     find: (fetch: number) => T[],
