@@ -27,6 +27,7 @@ import {
   type AddedRows,
   type SearchIndexes,
 } from './search-indexes.js';
+import { purgeableDocuments } from './leftovers.js';
 import type { Statements } from './statements.js';
 import type { VectorTables } from './vector-tables.js';
 
@@ -429,16 +430,6 @@ export class SqliteChunkWrites {
 
   /** Documents with rows to purge: hidden ones, and ones with a crashed run's or old version's. */
   purgeable(): { hidden: string[]; leftovers: string[] } {
-    const hidden = this.statement(`select id from knowledge_documents where status = 'deleting'`)
-      .pluck()
-      .all() as string[];
-    const leftovers = this.statement(
-      `select distinct c.document_id from knowledge_chunks c
-       join knowledge_documents d on d.id = c.document_id
-       where d.status <> 'deleting' and ${PURGEABLE}`,
-    )
-      .pluck()
-      .all() as string[];
-    return { hidden, leftovers };
+    return purgeableDocuments(this.statement);
   }
 }
