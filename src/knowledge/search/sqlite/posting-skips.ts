@@ -103,35 +103,36 @@ export class PostingSkips {
     const taken = new Map<number, Skips>();
     let at = 0;
     for (let row = 0; row < table.length; row += SAVED_FIELDS) {
+      // The fields in SAVED_FIELDS order.
       const field = (k: number) => table[row + k] as number;
       const id = idOf(field(0));
-      const [entries, covered, last, since, maxDoubled, minLength] = [1, 2, 3, 4, 5, 6].map(field);
-      const end = at + (entries as number);
+      const list: Skips = {
+        // Views of the sections (a snapshot's, the index's to keep): a list's entries are
+        // copied out only when it grows past them.
+        offsets: offsets.subarray(at, at + field(1)),
+        before: before.subarray(at, at + field(1)),
+        entries: field(1),
+        covered: field(2),
+        last: field(3),
+        since: field(4),
+        maxDoubled: field(5),
+        minLength: field(6),
+      };
+      const end = at + list.entries;
       const ok =
         id >= 0 &&
         !taken.has(id) &&
-        (entries as number) >= 1 &&
+        list.entries >= 1 &&
         end <= offsets.length &&
-        (covered as number) <= (lists.used[id] ?? -1) &&
-        (last as number) < rows &&
-        (since as number) >= 0 &&
-        (since as number) <= this.every &&
-        (maxDoubled as number) >= 0 &&
-        (minLength as number) >= 0 &&
-        ascending(offsets, before, at, end, covered as number, last as number);
+        list.covered <= (lists.used[id] ?? -1) &&
+        list.last < rows &&
+        list.since >= 0 &&
+        list.since <= this.every &&
+        list.maxDoubled >= 0 &&
+        list.minLength >= 0 &&
+        ascending(offsets, before, at, end, list.covered, list.last);
       if (!ok) throw new SkipEntriesError('skip entries: a list');
-      taken.set(id, {
-        // Views of the sections (a snapshot's, the index's to keep): a list's entries are
-        // copied out only when it grows past them.
-        offsets: offsets.subarray(at, end),
-        before: before.subarray(at, end),
-        entries: entries as number,
-        covered: covered as number,
-        last: last as number,
-        since: since as number,
-        maxDoubled: maxDoubled as number,
-        minLength: minLength as number,
-      });
+      taken.set(id, list);
       at = end;
     }
     if (at !== offsets.length) throw new SkipEntriesError('skip entries: sections');
