@@ -32,23 +32,45 @@ const WORDS_CACHE_MAX = 200_000;
 const cache = { lexer: null as Fts5Lexer | null, ids: new Map<string, number>() };
 
 /**
- * The lexeme id of each word (a span of wordSpans), -1 for one FTS5 would cut otherwise (never
- * marked). Remembered per word: a hit's words are mostly known, and asking the lexer costs a
- * few allocations per word.
+ * The lexeme id of each word of `content` at `spans` (wordSpans), -1 for one FTS5 would cut
+ * otherwise (never marked). Remembered per word: a hit's words are mostly known, and asking the
+ * lexer costs a few allocations per word. One look-up a word; the unknown ones are asked
+ * together.
  */
-function lexemeIds(words: readonly string[], lexer: Fts5Lexer): number[] {
+function lexemeIds(
+  content: string,
+  spans: readonly (readonly [number, number])[],
+  lexer: Fts5Lexer,
+): Int32Array {
   if (cache.lexer !== lexer || cache.ids.size > WORDS_CACHE_MAX) {
     cache.lexer = lexer;
     cache.ids = new Map();
   }
   const ids = cache.ids;
-  const missing = [...new Set(words.filter((w) => !ids.has(w)))];
-  if (missing.length > 0) {
-    lexer.tokenize(missing).forEach((t, i) => {
-      ids.set(missing[i] ?? '', t.length === 1 ? (t[0] ?? -1) : -1);
+  const out = new Int32Array(spans.length);
+  /** Unknown words and the spans holding them. */
+  const unknown = new Map<string, number[]>();
+  spans.forEach(([start, end], i) => {
+    const word = content.slice(start, end);
+    const id = ids.get(word);
+    if (id !== undefined) {
+      out[i] = id;
+      return;
+    }
+    const at = unknown.get(word);
+    if (at === undefined) unknown.set(word, [i]);
+    else at.push(i);
+  });
+  if (unknown.size > 0) {
+    const words = [...unknown.keys()];
+    lexer.tokenize(words).forEach((t, k) => {
+      const word = words[k] ?? '';
+      const id = t.length === 1 ? (t[0] ?? -1) : -1;
+      ids.set(word, id);
+      for (const i of unknown.get(word) ?? []) out[i] = id;
     });
   }
-  return words.map((w) => ids.get(w) ?? -1);
+  return out;
 }
 
 /**
@@ -64,9 +86,11 @@ export function highlightRanges(
   if (groups.length === 0 || content.length === 0) return [];
   const spans = wordSpans(content);
   if (spans.length === 0) return [];
-  const words = spans.map(([start, end]) => content.slice(start, end));
-  const lexemeOf = lexemeIds(words, lexer);
-  const present = new Set(lexemeOf);
+  const lexemeOf = lexemeIds(content, spans, lexer);
+  // The query's lexemes the content holds.
+  const queried = new Set(groups.flat());
+  const present = new Set<number>();
+  for (const id of lexemeOf) if (queried.has(id)) present.add(id);
   const wanted = new Set<number>();
   for (const group of groups) {
     if (group.every((id) => present.has(id))) for (const id of group) wanted.add(id);

@@ -12,7 +12,7 @@ const lexer = sharedLexer();
 
 const WORDS = [
   ...['run', 'runs', 'running', 'Runner', 'ran', 'connect', 'connection', 'CONNECTED', 'policy'],
-  ...['policies', 'the', 'of', 'and', 'is', 'café', 'naïve', 'x', 'data', 'skyy', '42'],
+  ...['policies', 'the', 'of', 'and', 'is', 'café', 'naïve', 'x', 'data', 'skyy', '42', 'v2019'],
   ...['训练', '数据', '训练数据', '我们的训练数据集很大', '東京', 'データ', '機械学習のデータ'],
   ...['ภาษาไทย', 'สวยงาม', 'Straße', 'данные', 'البيانات', '😀'],
 ];
@@ -57,6 +57,18 @@ describe('highlightRanges', () => {
           if (rest.length > 0 || lexeme === undefined || !found.has(lexeme)) continue;
           expect(ranges.some((r) => r.start <= start && end <= r.end)).toBe(true);
         }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("cuts the words the keyword index reads: the spans' lexemes are the text's, in order", () => {
+    fc.assert(
+      fc.property(content, (text) => {
+        const lexemes = wordSpans(text).flatMap(([start, end]) =>
+          lexemesOf(text.slice(start, end)),
+        );
+        expect(lexemes).toEqual(lexemesOf(text));
       }),
       { numRuns: 300 },
     );

@@ -79,14 +79,19 @@ function isTokenChar(text: string, i: number): boolean {
 function pushTokens(text: string, from: number, to: number, spans: [number, number][]): void {
   let start = -1;
   for (let i = from; i < to; i++) {
-    const astral = text.charCodeAt(i) >= 0xd800 && text.charCodeAt(i) <= 0xdbff && i + 1 < to;
-    if (isTokenChar(text, i)) {
+    const c = text.charCodeAt(i);
+    // ASCII in line (most text): letters and digits.
+    const token =
+      c < 0x80
+        ? (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a)
+        : isTokenChar(text, i);
+    if (token) {
       if (start < 0) start = i;
     } else if (start >= 0) {
       spans.push([start, i]);
       start = -1;
     }
-    if (astral) i++;
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < to) i++;
   }
   if (start >= 0) spans.push([start, to]);
 }
