@@ -225,6 +225,13 @@ export const ENV_SCHEMA = Type.Object({
     description:
       "SQLite: from this many vectors of a model on, vector search takes its candidates from an approximate HNSW graph (usearch; 16 links, a search list of 2560, candidates re-scored exactly) instead of a full scan of its int8 rows; -1: never. At 1M rows of the default model the graph answers in about half the scan's time with recall@10 0.99 (at 500k with a list of 2048: 12 ms against the scan's 15, 0.994); it takes 250–370 bytes a row, built in a worker thread after the indexes load and saved beside their snapshots.",
   }),
+  SEARCH_HYBRID_CANDIDATES: Type.Integer({
+    minimum: 10,
+    maximum: 1000,
+    default: 100,
+    description:
+      'Keyword matches a hybrid retrieval ranks and fuses with the nearest chunks (at least topK × 4). Fewer answer faster on a large collection but can change the answer: a match below that depth with a close cosine no longer enters it (1M chunks, topK 10: 40 gave hybrid p50 ~16 ms against ~20 ms, with 4–7 % of the answers\' places changed; README "Scale").',
+  }),
   KNOWLEDGE_CONVERTER_PATH: Type.Optional(
     Type.String({
       minLength: 1,

@@ -83,6 +83,8 @@ export interface Config {
     searchSnapshotDelayMs: number | null;
     /** SQLite: vectors of a model from which search uses an approximate graph; null: never. */
     searchAnnMinVectors: number | null;
+    /** Keyword candidates of a hybrid retrieval (at least topK × 4). */
+    hybridCandidates: number;
   };
   embedding: {
     provider: Env['EMBEDDING_PROVIDER'];
@@ -275,6 +277,7 @@ export function loadConfig(
       eventsMaxStreams: e.KNOWLEDGE_EVENTS_MAX_STREAMS,
       searchSnapshotDelayMs: e.SEARCH_SNAPSHOT_DELAY_MS < 0 ? null : e.SEARCH_SNAPSHOT_DELAY_MS,
       searchAnnMinVectors: e.SEARCH_ANN_MIN_VECTORS < 0 ? null : e.SEARCH_ANN_MIN_VECTORS,
+      hybridCandidates: e.SEARCH_HYBRID_CANDIDATES,
     },
     embedding: {
       provider: e.EMBEDDING_PROVIDER,

@@ -156,7 +156,9 @@ export async function createKnowledgeModule(
     },
     events,
   );
-  const retrieval = new RetrievalService(store, embedder, log);
+  const retrieval = new RetrievalService(store, embedder, log, {
+    hybridCandidates: config.knowledge.hybridCandidates,
+  });
   const ingest = new IngestService({
     documents,
     indexing,

@@ -23,7 +23,7 @@ import { highlightRanges, queryLexemes } from './highlights.js';
 import { toHit } from './mappers.js';
 import type { Candidate, ChunkStore, Evidence, SearchFilter } from './search/chunk-store.js';
 
-/** Candidates fetched from each index before fusion. */
+/** Candidates fetched from each index before fusion (hybrid: `hybridCandidates`, config). */
 const CANDIDATES = 100;
 
 interface RetrievalResult {
@@ -96,6 +96,7 @@ export class RetrievalService {
     private readonly store: ChunkStore,
     private readonly embedder: EmbeddingProvider,
     private readonly log: FastifyBaseLogger,
+    private readonly options: { hybridCandidates?: number } = {},
   ) {}
 
   /** Loads the search indexes of the active model (start-up); the number of chunks they cover. */
@@ -108,9 +109,12 @@ export class RetrievalService {
     if (query === '') throw new AppError('KNOWLEDGE_QUERY_REQUIRED');
     const filter = searchFilter(body);
     // A keyword answer is its index's order cut to topK (keywordScore keeps the order), so no
-    // deeper list is needed; fusion needs the deeper lists, and a semantic search's recall (the
-    // exact re-scoring here, hnsw.ef_search on PostgreSQL) is tuned to their depth.
-    const limit = body.mode === 'keyword' ? body.topK : Math.max(CANDIDATES, body.topK * 4);
+    // deeper list is needed; fusion needs the deeper lists (SEARCH_HYBRID_CANDIDATES deep), and a
+    // semantic search's recall (the exact re-scoring here, hnsw.ef_search on PostgreSQL) is
+    // tuned to their depth.
+    const depth =
+      body.mode === 'hybrid' ? (this.options.hybridCandidates ?? CANDIDATES) : CANDIDATES;
+    const limit = body.mode === 'keyword' ? body.topK : Math.max(depth, body.topK * 4);
     const embedding = body.mode === 'keyword' ? null : await this.embedQuery(query, body.mode);
     // The queries of one embedding batch search in arrival order, a few per event-loop turn.
     await fairTurn();

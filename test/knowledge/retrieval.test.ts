@@ -256,6 +256,38 @@ describe('small collections', () => {
   });
 });
 
+describe('SEARCH_HYBRID_CANDIDATES', () => {
+  it("sets how many keyword candidates a hybrid retrieval fuses (at least topK × 4), not the other modes'", async () => {
+    const { t: a, k: ka } = await knowledgeApp({ SEARCH_HYBRID_CANDIDATES: '40' });
+    try {
+      const doc = await ka.uploadOk('walrus.md', '# Walruses\n\nWalruses rest on floating ice.');
+      await ka.indexOk(doc.id);
+      const { store } = a.ctx.knowledge.retrieval as unknown as { store: ChunkStore };
+      const limits: string[] = [];
+      const search = store.search.bind(store);
+      store.search = (request, rank) => {
+        limits.push(
+          `${request.text === null ? 'semantic' : request.vector === null ? 'keyword' : 'hybrid'} ${request.limit}`,
+        );
+        return search(request, rank);
+      };
+      for (const [mode, topK] of [
+        ['hybrid', 2],
+        ['hybrid', 20],
+        ['semantic', 2],
+        ['keyword', 2],
+      ] as const) {
+        expect((await ka.hits({ query: 'walruses on ice', mode, topK }))[0]?.documentId).toBe(
+          doc.id,
+        );
+      }
+      expect(limits).toEqual(['hybrid 40', 'hybrid 80', 'semantic 100', 'keyword 2']);
+    } finally {
+      await a.close();
+    }
+  });
+});
+
 describe('when the embedding provider fails', () => {
   it('hybrid falls back to keywords; semantic answers 502', async () => {
     const { t: a, k: ka } = await knowledgeApp();
