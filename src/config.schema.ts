@@ -230,7 +230,7 @@ export const ENV_SCHEMA = Type.Object({
     maximum: 1000,
     default: 100,
     description:
-      'Keyword matches a hybrid retrieval ranks and fuses with the nearest chunks (at least topK × 4). Fewer answer faster on a large collection but can change the answer: a match below that depth with a close cosine no longer enters it (1M chunks, topK 10: 40 gave hybrid p50 ~16 ms against ~20 ms, with 4–7 % of the answers\' places changed; README "Scale").',
+      'Keyword matches a hybrid retrieval ranks and fuses with the nearest chunks (at least topK × 4). Fewer answer faster on a large collection but can change the answer: a match below that depth with a close cosine no longer enters it (1M chunks, topK 10: 40 gave hybrid p50 16–19 ms against 19–22 ms in the same runs, and changed 3–7 % of the answers\' places; README "Scale").',
   }),
   KNOWLEDGE_CONVERTER_PATH: Type.Optional(
     Type.String({
