@@ -235,11 +235,15 @@ describe('fuse', () => {
             denseWeight: 1,
           },
         );
-        // Without a keyword match S is 1 − standOutWeight.
+        // Without a keyword match S is 1 − standOutWeight; a score stays below 1 (fusion.ts
+        // MAX_SCORE, 1 − 2^-52: a cosine of 1 − 2^-53 scores that).
         const S = 1 - o.standOutWeight;
         expect(semanticOnly).toEqual(
           semantic
-            .map((s) => ({ chunkId: s.chunkId, score: Math.max(0, s.score) * S }))
+            .map((s) => ({
+              chunkId: s.chunkId,
+              score: Math.min(Math.max(0, s.score) * S, 1 - 2 ** -52),
+            }))
             .sort(byScore),
         );
       }),
