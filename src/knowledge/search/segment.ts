@@ -60,9 +60,11 @@ const TOKEN_CHAR = /[\p{L}\p{N}\p{Co}]/u;
 /** Per BMP unit: 0 not known yet, 1 a token character, 2 a separator. */
 const BMP_CLASS = new Uint8Array(0x10000);
 
-/** Whether the code point at text[i] is a token character (letters, digits, private use). */
-function isTokenChar(text: string, i: number): boolean {
-  const c = text.charCodeAt(i);
+/**
+ * Whether the code point at text[i] (`c`: its first UTF-16 unit) is a token character (letters,
+ * digits, private use).
+ */
+function isTokenChar(text: string, i: number, c: number): boolean {
   if (c < 0x80) return (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a);
   if (c >= 0xd800 && c <= 0xdbff)
     return TOKEN_CHAR.test(String.fromCodePoint(text.codePointAt(i) ?? c));
@@ -80,12 +82,7 @@ function pushTokens(text: string, from: number, to: number, spans: [number, numb
   let start = -1;
   for (let i = from; i < to; i++) {
     const c = text.charCodeAt(i);
-    // ASCII in line (most text): letters and digits.
-    const token =
-      c < 0x80
-        ? (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a)
-        : isTokenChar(text, i);
-    if (token) {
+    if (isTokenChar(text, i, c)) {
       if (start < 0) start = i;
     } else if (start >= 0) {
       spans.push([start, i]);
