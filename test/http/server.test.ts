@@ -105,7 +105,10 @@ describe('startServer', () => {
     const { createContext } = await import('../../src/context.js');
     const ctx = await createContext(config, { logStream: new LogCapture() });
     const app = await buildApp(ctx);
+    let arrived!: () => void;
+    const inHandler = new Promise<void>((r) => (arrived = r));
     app.get('/slow', { config: { access: 'public', mutates: false } }, async () => {
+      arrived();
       await new Promise((r) => setTimeout(r, 300));
       return { done: true };
     });
@@ -113,7 +116,8 @@ describe('startServer', () => {
     const address = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
     printed.push(address);
     const inFlight = fetch(`${address}/slow`).then((r) => r.json());
-    await new Promise((r) => setTimeout(r, 50));
+    // Closes once the request is in its handler (a fixed wait lost the race on a loaded machine).
+    await inHandler;
     const closing = app.close();
     await expect(inFlight).resolves.toEqual({ done: true });
     await closing;
