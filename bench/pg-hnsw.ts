@@ -1,22 +1,22 @@
 /**
  * PostgreSQL's HNSW recall at a million vectors (issue 13), without filling a million chunks
  * through the store (~100 chunks/s on this machine: ~3 h): the vectors of a SQLite database that
- * bench:scale filled are copied into a table of the store's vector column type, the store's own
- * HNSW index (`HNSW_BUILD`, cosine) is built over them in one `create index` (pgvector's bulk
- * build; the store builds it row by row as chunks commit), and the recall/latency curve is measured
- * as bench:retrieval measures it at 100k (`hnswCurve`): recall@10 against an exact scan of the same
- * table, for bench:scale's text queries embedded by the default model.
+ * bench:scale filled are copied into a vector table listed in `knowledge_vector_tables` (a
+ * migrated database), the store's own graph is built over them by the store's own code
+ * (`GraphBuilds`: centred on their mean, `create index concurrently`), and the recall/latency
+ * curve is measured as bench:retrieval measures it at 100k (`hnswCurveOf`): recall@10 against an
+ * exact scan of the same table, for bench:scale's text queries embedded by the default model.
  *
  *   npm run bench:pg-hnsw -- --from <bench:scale dir>/aps.sqlite [--queries 100]
- *                            [--ef 100,200,400,800,1000] [--url postgres://…] [--keep]
+ *                            [--ef 100,200,400,800,1000] [--url postgres://…] [--keep] [--raw]
+ *                            [--limit N]
  *
  * Without `--url` (or BENCH_DATABASE_URL) a throwaway cluster is started. The table is kept in
- * the database with `--keep` and reused when it is there (the index takes the longest).
+ * the database with `--keep` and reused when it is there (the graph takes the longest).
  *
- * `--centred`: also the curve of a graph over the vectors minus their mean (a second column and
- * index), searched with the query minus the mean and re-ranked by the true cosine — what the
- * SQLite store's graph does (ann-graph.ts), measured here for PostgreSQL; not what the store does.
- * `--centred-only`: that curve alone.
+ * `--limit N`: the first N vectors only (a table of its own).
+ * `--raw`: also the curve of a graph over the raw vectors (what the store built before issue 13's
+ * centring, and what a table made before keeps until its centred graph replaces it).
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,7 +24,15 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { createEmbeddingProvider } from '../src/knowledge/embeddings/index.js';
-import { HNSW_BUILD } from '../src/knowledge/search/postgres/vector-tables.js';
+import { openDatabase } from '../src/db/database.js';
+import { MIGRATIONS } from '../src/db/migrations/index.js';
+import { migrate } from '../src/db/migrator.js';
+import {
+  GraphBuilds,
+  HNSW_BUILD,
+  parseCentre,
+} from '../src/knowledge/search/postgres/vector-graph.js';
+import { EXACT_SEARCH_MAX } from '../src/knowledge/search/postgres/vector-tables.js';
 import { hnswCurveOf, startPostgres } from './retrieval/postgres.js';
 import { loadParaphrase } from './retrieval/paraphrase.js';
 import { rng, SentenceGenerator } from './retrieval/synthetic.js';
@@ -36,14 +44,16 @@ const { values } = parseArgs({
     ef: { type: 'string', default: '100,200,400,800,1000' },
     url: { type: 'string' },
     keep: { type: 'boolean', default: false },
-    centred: { type: 'boolean', default: false },
-    'centred-only': { type: 'boolean', default: false },
+    raw: { type: 'boolean', default: false },
+    limit: { type: 'string' },
     seed: { type: 'string', default: '42' },
   },
 });
 if (values.from === undefined) throw new Error('--from <bench:scale dir>/aps.sqlite is required');
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const TABLE = 'bench_hnsw_scale';
+const limit = values.limit === undefined ? undefined : Number(values.limit);
+/** One table per size (`--limit`): each kept with its graphs. */
+const TABLE = limit === undefined ? 'bench_hnsw_scale' : `bench_hnsw_scale_${limit}`;
 const BATCH = 2000;
 
 const sqlite = new Database(resolve(values.from), { readonly: true });
@@ -56,77 +66,86 @@ const source = sqlite
   .get(embedder.model) as [string, number] | undefined;
 if (source === undefined) throw new Error(`${values.from}: no vector table of ${embedder.model}`);
 const [sourceTable, dims] = source;
-const total = sqlite.prepare(`select count(*) from ${sourceTable}`).pluck().get() as number;
+const total = Math.min(
+  limit ?? Number.POSITIVE_INFINITY,
+  sqlite.prepare(`select count(*) from ${sourceTable}`).pluck().get() as number,
+);
 
 const server = values.url === undefined ? startPostgres(log) : undefined;
 const url = values.url ?? (await server!.keptDatabase('aps_bench_hnsw_scale')).url;
-const pool = new pg.Pool({ connectionString: url, max: 2 });
+// A graph build of a million rows wants its graph in memory (pgvector's advice), one session.
+for (const setting of [`maintenance_work_mem = '4GB'`, 'max_parallel_maintenance_workers = 1']) {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`alter database ${new URL(url).pathname.slice(1)} set ${setting}`);
+  await admin.end();
+}
+const database = await openDatabase({
+  driver: 'postgres',
+  url,
+  poolMax: 4,
+  statementTimeoutMs: 0,
+  connectTimeoutMs: 5000,
+});
+if (database.driver !== 'postgres') throw new Error('expected PostgreSQL');
+const migrated = await migrate(database, MIGRATIONS);
+if (migrated.status !== 'ok') throw new Error(`migrations failed: ${migrated.errorMessage}`);
+const pool = database.pool;
 
-/** The store's HNSW index (`HNSW_BUILD`, cosine) over `table.column`, unless it is there. */
-async function buildIndex(table: string, column: string): Promise<void> {
-  const indexed = await pool.query(`select 1 from pg_indexes where indexname = $1`, [
-    `${table}_hnsw`,
-  ]);
+/** A graph over the raw vectors (`HNSW_BUILD`, cosine), unless it is there. */
+async function buildRawGraph(): Promise<void> {
+  const index = `${TABLE}_raw_graph`;
+  const indexed = await pool.query(`select 1 from pg_indexes where indexname = $1`, [index]);
   if (indexed.rowCount !== 0) return;
-  log(`building the HNSW index of ${table}.${column} (${HNSW_BUILD})`);
+  log(`building a graph over the raw vectors (${HNSW_BUILD})`);
   const t0 = performance.now();
-  const client = await pool.connect();
-  try {
-    await client.query(`set maintenance_work_mem = '4GB'`);
-    await client.query('set max_parallel_maintenance_workers = 1');
-    await client.query(
-      `create index ${table}_hnsw on ${table} using hnsw (${column} vector_cosine_ops) ${HNSW_BUILD}`,
-    );
-  } finally {
-    client.release();
-  }
-  log(`index built in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  await pool.query(
+    `create index ${index} on ${TABLE} using hnsw (embedding vector_cosine_ops) ${HNSW_BUILD}`,
+  );
+  log(`built in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
 
-/**
- * The curve of a graph over `embedding − mean`: a table of its own (made once, kept with the
- * other), since adding the column to the first would re-insert every row into its graph.
- */
-async function centredCurve(queries: Float32Array[], efs: number[]): Promise<string[]> {
-  const centred = `${TABLE}_centred`;
-  const averaged = await pool.query<{ mean: string }>(
-    `select avg(embedding)::text as mean from ${TABLE}`,
+/** The store's graph over the table, built by the store's code unless it is there. */
+async function storeGraph() {
+  const builds = new GraphBuilds(pool, EXACT_SEARCH_MAX, {
+    info: (fields, message) => log(`${message} ${JSON.stringify(fields)}`),
+    warn: (fields, message) => log(`${message} ${String((fields as { err?: unknown }).err)}`),
+  });
+  builds.schedule({ name: TABLE, dimensions: dims });
+  await builds.settled();
+  const { rows } = await pool.query<{ centre: string | null }>(
+    'select centre from knowledge_vector_tables where table_name = $1',
+    [TABLE],
   );
-  const mean = Float32Array.from(JSON.parse(averaged.rows[0]?.mean ?? '[]') as number[]);
-  const made = await pool.query(`select 1 from pg_class where relname = $1`, [centred]);
-  if (made.rowCount === 0) {
-    log('centring the vectors');
-    await pool.query(
-      `create table ${centred} as
-         select chunk_id, embedding, (embedding - $1::vector)::vector(${dims}) as centred
-         from ${TABLE}`,
-      [`[${Array.from(mean).join(',')}]`],
-    );
-  }
-  await buildIndex(centred, 'centred');
-  log('measuring the centred curve');
-  return hnswCurveOf(pool, centred, queries, efs, mean);
+  const centre = parseCentre(rows[0]?.centre);
+  if (centre === null) throw new Error('the store built no graph');
+  return { name: TABLE, dimensions: dims, centre };
 }
 
 try {
   await pool.query('create extension if not exists vector');
-  const existing = await pool.query<{ n: string }>(
+  const existing = await pool.query<{ n: string | number }>(
     `select count(*) as n from pg_class where relname = $1`,
     [TABLE],
   );
   const filled =
-    existing.rows[0]?.n === '1' &&
+    Number(existing.rows[0]?.n) === 1 &&
     Number((await pool.query<{ n: string }>(`select count(*) as n from ${TABLE}`)).rows[0]?.n) ===
       total;
   if (!filled) {
     await pool.query(`drop table if exists ${TABLE}`);
+    await pool.query('delete from knowledge_vector_tables where table_name = $1', [TABLE]);
     await pool.query(
       `create table ${TABLE} (chunk_id text primary key, embedding vector(${dims}) not null)`,
+    );
+    await pool.query(
+      `insert into knowledge_vector_tables (model, dimensions, table_name) values ($1, $2, $3)`,
+      [TABLE, dims, TABLE],
     );
     log(`copying ${total} vectors of ${dims} dimensions`);
     const t0 = performance.now();
     const rows = sqlite
-      .prepare(`select chunk_id, embedding from ${sourceTable}`)
+      .prepare(`select chunk_id, embedding from ${sourceTable} limit ${total}`)
       .raw()
       .iterate() as IterableIterator<[string, Buffer]>;
     let ids: string[] = [];
@@ -148,7 +167,8 @@ try {
     if (ids.length > 0) await flush();
     log(`copied in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }
-  await buildIndex(TABLE, 'embedding');
+  const graph = await storeGraph();
+  if (values.raw) await buildRawGraph();
   const generator = new SentenceGenerator(
     loadParaphrase().docs.map((d) => d.markdown),
     rng(Number(values.seed)),
@@ -159,16 +179,19 @@ try {
   }
   const efs = values.ef.split(',').map(Number);
   log('measuring the curve');
-  const curve = values['centred-only'] ? [] : await hnswCurveOf(pool, TABLE, queries, efs);
-  const centred = values.centred || values['centred-only'] ? await centredCurve(queries, efs) : [];
+  const curve = await hnswCurveOf(pool, TABLE, queries, efs, graph);
+  const raw = values.raw ? await hnswCurveOf(pool, TABLE, queries, efs) : [];
   console.log(
     `\nbench:pg-hnsw, ${total} vectors (${dims} dimensions), ${queries.length} queries\n`,
   );
-  for (const line of curve) console.log(`- ${line}`);
-  for (const line of centred) console.log(`- centred graph, ${line}`);
-  if (!values.keep) await pool.query(`drop table if exists ${TABLE}, ${TABLE}_centred`);
+  for (const line of curve) console.log(`- the store's graph (centred), ${line}`);
+  for (const line of raw) console.log(`- a graph over the raw vectors, ${line}`);
+  if (!values.keep) {
+    await pool.query(`drop table if exists ${TABLE}`);
+    await pool.query('delete from knowledge_vector_tables where table_name = $1', [TABLE]);
+  }
 } finally {
-  await pool.end();
+  await database.close();
   await embedder.close();
   sqlite.close();
   if (!values.keep) server?.stop();

@@ -55,7 +55,7 @@ import {
 } from './retrieval/sets.js';
 import { buildFtsQuery, FTS5_BM25 } from '../src/knowledge/search/sqlite/fts-query.js';
 import { SqliteChunkStore } from '../src/knowledge/search/sqlite/sqlite-chunk-store.js';
-import { hnswCurve, hnswRecall, startPostgres } from './retrieval/postgres.js';
+import { hnswCurve, hnswRecall, startPostgres, storeGraph } from './retrieval/postgres.js';
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
 import { realdocsSet } from './retrieval/realdocs.js';
 import { calibrationTable } from './retrieval/calibration.js';
@@ -401,6 +401,7 @@ async function runScale(n: number): Promise<void> {
           `${part('vectors', vectorLoad)}, ${part('keywords', keywordLoad)}`;
       }
       if (database.driver === 'postgres') {
+        await storeGraph(database.pool, embedder.model, vectors[0]?.length ?? 0);
         const recall = await hnswRecall(database, store, embedder.model, vectors);
         floor += `; HNSW recall@10 vs exact search ${fmt(recall)}`;
         const curve = await hnswCurve(

@@ -11,6 +11,13 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import type { PostgresDatabase } from '../../src/db/database.js';
 import type { ChunkStore } from '../../src/knowledge/search/chunk-store.js';
+import {
+  graphOrder,
+  graphQuery,
+  parseCentre,
+  type VectorTable,
+} from '../../src/knowledge/search/postgres/vector-graph.js';
+import { EXACT_SEARCH_MAX } from '../../src/knowledge/search/postgres/vector-tables.js';
 
 const CLUSTER = resolve(import.meta.dirname, '../../scripts/postgres/cluster.sh');
 
@@ -136,26 +143,50 @@ export async function hnswCurve(
   vectors: Float32Array[],
   efs: readonly number[],
 ): Promise<string[]> {
-  const tables = await database.pool.query<{ table_name: string }>(
-    'select table_name from knowledge_vector_tables where model = $1 and dimensions = $2',
-    [model, vectors[0]?.length ?? 0],
-  );
-  const table = tables.rows[0]?.table_name;
-  if (table === undefined) return [];
-  return hnswCurveOf(database.pool, table, vectors, efs);
+  const graph = await storeGraph(database.pool, model, vectors[0]?.length ?? 0);
+  if (graph === null) return [];
+  return hnswCurveOf(database.pool, graph.name, vectors, efs, graph);
 }
 
 /**
- * hnswCurve over the vector table `table` (column `embedding`, chunk ids in `chunk_id`). With
- * `mean`, the graph walked is the one over column `centred` (`embedding − mean`), searched with the
- * query minus the mean, and its candidates re-ranked by their cosine with the query itself.
+ * The store's vector table of `model`, once its graph is built: a server builds it in the
+ * background when the table passes `EXACT_SEARCH_MAX` chunks (vector-graph.ts); waited for here.
+ */
+export async function storeGraph(
+  pool: pg.Pool,
+  model: string,
+  dimensions: number,
+): Promise<VectorTable | null> {
+  for (;;) {
+    const { rows } = await pool.query<{ table_name: string; centre: string | null }>(
+      `select table_name, centre from knowledge_vector_tables
+       where model = $1 and dimensions = $2`,
+      [model, dimensions],
+    );
+    const row = rows[0];
+    if (row === undefined) return null;
+    const table = { name: row.table_name, dimensions, centre: parseCentre(row.centre) };
+    if (table.centre !== null) return table;
+    const counted = await pool.query<{ n: number }>(
+      `select count(*)::int as n from (select 1 from ${table.name} limit ${EXACT_SEARCH_MAX + 1}) s`,
+    );
+    if ((counted.rows[0]?.n ?? 0) <= EXACT_SEARCH_MAX) return table; // no graph: exact search
+    await new Promise((done) => setTimeout(done, 1000));
+  }
+}
+
+/**
+ * hnswCurve over the vector table `table` (column `embedding`, chunk ids in `chunk_id`), walking
+ * the graph of `graph` (the store's: over the vectors minus its centre, with the query minus it;
+ * without, a graph over `embedding` itself), its candidates re-ranked by their cosine with the
+ * query, as the store does.
  */
 export async function hnswCurveOf(
   pool: pg.Pool,
   table: string,
   vectors: Float32Array[],
   efs: readonly number[],
-  mean?: Float32Array,
+  graph?: VectorTable,
 ): Promise<string[]> {
   const literal = (v: Float32Array) => `[${Array.from(v).join(',')}]`;
   const client = await pool.connect();
@@ -181,10 +212,10 @@ export async function hnswCurveOf(
       const ms: number[] = [];
       for (const [i, v] of vectors.entries()) {
         const t0 = performance.now();
-        // Centred: the graph over `centred` is walked with the query minus the mean.
-        const walk = mean === undefined ? 'embedding <=> $1::vector' : 'centred <=> $2::vector';
+        const walk =
+          graph === undefined ? 'embedding <=> $1::vector' : graphOrder(graph, 'embedding', '$2');
         const params = [literal(v)];
-        if (mean !== undefined) params.push(literal(v.map((x, j) => x - (mean[j] ?? 0))));
+        if (graph !== undefined) params.push(literal(graphQuery(graph, v)));
         const { rows } = await client.query<{ chunk_id: string }>(
           `select chunk_id from (
              select chunk_id, embedding <=> $1::vector as d from ${table}

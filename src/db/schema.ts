@@ -122,6 +122,8 @@ export interface KnowledgeVectorTablesTable {
   model: string;
   dimensions: number;
   table_name: string;
+  /** PostgreSQL (migration 0017): the centre of the table's HNSW graph, a vector literal. */
+  centre?: string | null;
 }
 
 /**

@@ -106,7 +106,7 @@ async function createChunkStore(
     });
   }
   const { PostgresChunkStore } = await import('./search/postgres/postgres-chunk-store.js');
-  return new PostgresChunkStore(database.pool);
+  return new PostgresChunkStore(database.pool, { log });
 }
 
 export async function createKnowledgeModule(

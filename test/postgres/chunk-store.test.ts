@@ -17,15 +17,14 @@ import type { Db } from '../../src/db/schema.js';
 import { openSqlite } from '../../src/db/sqlite.js';
 import { chunkMarkdown } from '../../src/knowledge/chunker.js';
 import { parseFilter } from '../../src/knowledge/filter/filter.js';
-import type {
-  ChunkStore,
-  Evidence,
-  NewChunk,
-  RankedHit,
-  SearchRequest,
-} from '../../src/knowledge/search/chunk-store.js';
+import type { Evidence, NewChunk, SearchRequest } from '../../src/knowledge/search/chunk-store.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import { PostgresChunkStore } from '../../src/knowledge/search/postgres/postgres-chunk-store.js';
+import {
+  graphOrder,
+  graphQuery,
+  parseCentre,
+} from '../../src/knowledge/search/postgres/vector-graph.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
 import {
@@ -35,145 +34,22 @@ import {
   TEST_DATABASE_URL,
   type FreshDatabase,
 } from './pg.js';
-
-const MODEL = 'test-model';
-const DIMS = 8;
-
-function unit(v: Float32Array): Float32Array {
-  let n = 0;
-  for (const x of v) n += x * x;
-  n = Math.sqrt(n);
-  return v.map((x) => x / n);
-}
-
-function randomVector(random: () => number, dims = DIMS): Float32Array {
-  return unit(Float32Array.from({ length: dims }, () => random() * 2 - 1));
-}
-
-/** `base` plus noise of the given size, normalised. */
-function near(base: Float32Array, random: () => number, noise: number): Float32Array {
-  return unit(base.map((x) => x + (random() * 2 - 1) * noise));
-}
-
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
-
-interface Doc {
-  id: string;
-  token: string;
-}
-
-/** A document row being indexed (status `indexing`, holding an index token). */
-async function addDocument(
-  db: Db,
-  name: string,
-  projectId: string | null = null,
-  id: string = randomUUID(),
-): Promise<Doc> {
-  const token = randomUUID();
-  const now = new Date().toISOString();
-  await db
-    .insertInto('knowledge_documents')
-    .values({
-      id,
-      name,
-      file_type: 'md',
-      mime_type: 'text/markdown',
-      source: 'upload',
-      project_id: projectId,
-      project_key: projectId ?? '',
-      version: 0,
-      status: 'indexing',
-      checksum: id,
-      size_bytes: 1,
-      file_path: `knowledge/${id}/source`,
-      markdown_path: null,
-      converter_command: null,
-      converter_meta: null,
-      error_message: null,
-      embedding_model: null,
-      index_token: token,
-      index_params: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  return { id, token };
-}
-
-/** A new index token on the document, as a re-index request sets it. */
-async function newToken(db: Db, doc: Doc): Promise<Doc> {
-  const token = randomUUID();
-  await db
-    .updateTable('knowledge_documents')
-    .set({ index_token: token, status: 'indexing' })
-    .where('id', '=', doc.id)
-    .execute();
-  return { id: doc.id, token };
-}
-
-let hashCounter = 0;
-function chunk(
-  content: string,
-  vector: Float32Array,
-  extra: Partial<NewChunk> & { chunkIndex?: number } = {},
-): NewChunk {
-  return {
-    id: randomUUID(),
-    chunkIndex: 0,
-    sectionPath: '',
-    page: null,
-    content,
-    tokenEstimate: Math.ceil(content.length / 4),
-    metadata: { startOffset: 0 },
-    contentHash: `hash-${hashCounter++}`,
-    vector,
-    ...extra,
-  };
-}
-
-function indexed(chunks: NewChunk[]): NewChunk[] {
-  return chunks.map((c, i) => ({ ...c, chunkIndex: i }));
-}
-
-async function commit(
-  store: ChunkStore,
-  doc: Doc,
-  chunks: NewChunk[],
-  model = MODEL,
-  dimensions = DIMS,
-): Promise<'committed' | 'discarded'> {
-  return store.commitIndex({
-    documentId: doc.id,
-    indexToken: doc.token,
-    model,
-    dimensions,
-    chunks: indexed(chunks),
-    document: {
-      markdown_path: `knowledge/${doc.id}/md`,
-      converter_command: 'test',
-      converter_meta: '{}',
-    },
-  });
-}
-
-const keywordOnly = (e: Evidence) => e.keyword;
-const semanticOnly = (e: Evidence) => e.semantic;
-
-function request(partial: Partial<SearchRequest>): SearchRequest {
-  return { text: null, vector: null, model: MODEL, filter: {}, limit: 100, ...partial };
-}
-
-const ids = (hits: RankedHit[]) => hits.map((h) => h.chunk.id);
+import {
+  addDocument,
+  chunk,
+  commit,
+  cosine,
+  DIMS,
+  ids,
+  keywordOnly,
+  MODEL,
+  near,
+  newToken,
+  randomVector,
+  request,
+  semanticOnly,
+  type Doc,
+} from './chunks.js';
 
 /** The BM25 statistics equal a recount of the keyword rows. */
 async function expectStatisticsExact(pool: pg.Pool): Promise<void> {
@@ -523,6 +399,8 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         return [commitStatements, searchStatements, statements.length];
       };
       await run(1); // warms the caches (vector table, pgvector features)
+      // The vector table's count (vector-graph.ts): commits within its room count nothing more.
+      await counted.buildGraphs();
       const few = await run(5);
       const many = await run(200);
       expect(many).toEqual(few);
@@ -717,7 +595,8 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
     beforeAll(async () => {
       isolated = await freshDatabase();
       recallDb = await openMigrated(isolated.url);
-      const s = new PostgresChunkStore(recallDb.pool);
+      // Past 1,000 chunks the table gets its (centred) HNSW graph.
+      const s = new PostgresChunkStore(recallDb.pool, { exactSearchMax: 1000 });
       for (const [name, chunks, project] of [
         ['big', big, 'big'],
         ['mid', mid, 'mid'],
@@ -726,6 +605,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         docs[name] = await addDocument(recallDb.db, `${name}.md`, project);
         expect(await commit(s, docs[name], chunks, model, D)).toBe('committed');
       }
+      await s.buildGraphs();
     }, 120_000);
     afterAll(async () => {
       await recallDb.close();
@@ -751,17 +631,21 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
     it('keeps recall through the HNSW index too (iterative scan), where a plain scan loses it', async () => {
       // exactSearchMax 0: every filtered search walks the HNSW graph.
       const s = new PostgresChunkStore(recallDb.pool, { exactSearchMax: 0 });
-      const table = (
-        await recallDb.pool.query<{ table_name: string }>(
-          'select table_name from knowledge_vector_tables where model = $1',
+      const row = (
+        await recallDb.pool.query<{ table_name: string; centre: string | null }>(
+          'select table_name, centre from knowledge_vector_tables where model = $1',
           [model],
         )
-      ).rows[0]!.table_name;
+      ).rows[0]!;
+      const graph = { name: row.table_name, dimensions: D, centre: parseCentre(row.centre) };
+      const table = graph.name;
+      expect(graph.centre).not.toBeNull();
+      const walk = `[${graphQuery(graph, query).join(',')}]`;
       const plan = await recallDb.pool.query<{ 'QUERY PLAN': string }>(
-        `explain select chunk_id from ${table} order by embedding <=> $1::vector limit 10`,
-        [`[${query.join(',')}]`],
+        `explain select chunk_id from ${table} order by ${graphOrder(graph, 'embedding', '$1')} limit 10`,
+        [walk],
       );
-      expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('_hnsw');
+      expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('_hnsw_centred');
 
       for (const [filter, chunks] of [
         [{ projectId: 'small' }, small],
@@ -803,9 +687,9 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         await client.query('set local hnsw.iterative_scan = off');
         await client.query('set local enable_seqscan = off');
         const { rows } = await client.query(
-          `select chunk_id from ${table}
-           where (project_key = 'small') is true order by embedding <=> $1::vector limit 25`,
-          [`[${query.join(',')}]`],
+          `select chunk_id from ${table} where (project_key = 'small') is true
+           order by ${graphOrder(graph, 'embedding', '$1')} limit 25`,
+          [walk],
         );
         expect(rows.length).toBeLessThan(5);
         await client.query('rollback');

@@ -16,6 +16,7 @@ import * as m0013 from './0013_segmented_keywords.js';
 import * as m0014 from './0014_filter_dates.js';
 import * as m0015 from './0015_postings_and_key_generation.js';
 import * as m0016 from './0016_keyword_generation.js';
+import * as m0017 from './0017_vector_centres.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   { name: '0001_auth', up: m0001.up },
@@ -34,4 +35,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0014_filter_dates', up: m0014.up },
   { name: '0015_postings_and_key_generation', up: m0015.up },
   { name: '0016_keyword_generation', up: m0016.up },
+  { name: '0017_vector_centres', up: m0017.up },
 ];

@@ -215,8 +215,9 @@ export interface ChunkStore {
    */
   purgeDocument(documentId: string, stop?: () => boolean): Promise<void>;
   /**
-   * After a restart: purges rows a crash left (a run's staged chunks, a replaced version's) and
-   * returns the hidden documents whose purge did not finish.
+   * After a restart (not in read-only mode): purges rows a crash left (a run's staged chunks, a
+   * replaced version's) and returns the hidden documents whose purge did not finish. PostgreSQL:
+   * also starts the graph builds a stop cut short, in the background.
    */
   purgeLeftovers(stop?: () => boolean): Promise<string[]>;
   listChunks(documentId: string): Promise<ChunkRow[]>;

@@ -33,7 +33,8 @@ import {
 import { KeywordSearch } from './keyword-search.js';
 import { rowsBySeq } from './keyword-statements.js';
 import { deletePostings, insertPostings, type ChunkPostings } from './postings.js';
-import { VectorTables } from './vector-tables.js';
+import { GraphBuilds, type GraphLog } from './vector-graph.js';
+import { EXACT_SEARCH_MAX, VectorTables } from './vector-tables.js';
 import { keywordQueryWords, Stemmer } from './words.js';
 
 /** Chunks written per statement by commitIndex. */
@@ -43,17 +44,25 @@ const PURGE_BATCH = 1000;
 
 export class PostgresChunkStore implements ChunkStore {
   private readonly vectors: VectorTables;
+  private readonly graphs: GraphBuilds;
   private readonly keyword: KeywordSearch;
   private readonly stemmer = new Stemmer();
 
   constructor(
     private readonly pool: Pool,
     options: {
-      /** Scopes of up to this many chunks are searched exactly (default 10,000). */
+      /**
+       * Scopes of up to this many chunks are searched exactly (default 10,000), and a vector
+       * table gets its HNSW graph when it holds more.
+       */
       exactSearchMax?: number;
+      /** Where the graph builds are told of (start, end, failure). */
+      log?: GraphLog;
     } = {},
   ) {
-    this.vectors = new VectorTables(pool, options.exactSearchMax);
+    const exactSearchMax = options.exactSearchMax ?? EXACT_SEARCH_MAX;
+    this.vectors = new VectorTables(pool, exactSearchMax);
+    this.graphs = new GraphBuilds(pool, exactSearchMax, options.log);
     this.keyword = new KeywordSearch(this.stemmer);
   }
 
@@ -93,8 +102,9 @@ export class PostgresChunkStore implements ChunkStore {
     const name = named.rows[0]?.name;
     if (name === undefined) return 'discarded';
     let keyword = await this.keywordRowsOf(commit, name);
+    let written: { name: string; dimensions: number } | undefined;
     try {
-      return await this.transaction('begin', async (client) => {
+      const outcome = await this.transaction('begin', async (client) => {
         const doc = (
           await client.query<{ name: string; project_key: string }>(
             `select name, project_key from knowledge_documents
@@ -181,8 +191,12 @@ export class PostgresChunkStore implements ChunkStore {
           tokens: tokenCounts.reduce((a, b) => a + b, 0),
         });
         await bumpKeywordGeneration(client);
-        return 'committed';
+        written = table;
+        return 'committed' as const;
       });
+      // Past `exactSearchMax` chunks, the table gets its graph (in the background, once).
+      if (written !== undefined) this.graphs.schedule(written, commit.chunks.length);
+      return outcome;
     } catch (error) {
       this.vectors.forget(); // e.g. pgvector re-created with another type oid
       throw error;
@@ -234,8 +248,12 @@ export class PostgresChunkStore implements ChunkStore {
     ]);
   }
 
-  /** Chunks are swapped in one transaction here: only hidden documents can be left. */
+  /**
+   * Chunks are swapped in one transaction here: only hidden documents can be left. A graph build
+   * a stop cut short, or one a table made before is due, starts again (in the background).
+   */
   async purgeLeftovers(): Promise<string[]> {
+    await this.graphs.scheduleAll();
     const { rows } = await this.pool.query<{ id: string }>(
       `select id from knowledge_documents where status = 'deleting'`,
     );
@@ -286,6 +304,17 @@ export class PostgresChunkStore implements ChunkStore {
   /** Searches run in the database: nothing to load. */
   warm(): Promise<number> {
     return Promise.resolve(0);
+  }
+
+  /** Runs the graph builds due and resolves when none is left running (tests, benchmarks). */
+  async buildGraphs(): Promise<void> {
+    await this.graphs.scheduleAll();
+    await this.graphs.settled();
+  }
+
+  /** Cancels a graph build in progress (the next start builds it again). */
+  close(): Promise<void> {
+    return this.graphs.close();
   }
 
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {

@@ -1,40 +1,31 @@
 /**
- * Vectors on PostgreSQL: a pgvector table per (model, dimensions) with an HNSW index (cosine),
- * listed in `knowledge_vector_tables` and created on first use, race-safe between instances; and
- * nearest-neighbour search in it: exact for small scopes, the HNSW graph otherwise.
+ * Vectors on PostgreSQL: a pgvector table per (model, dimensions), listed in
+ * `knowledge_vector_tables` and created on first use, race-safe between instances; and
+ * nearest-neighbour search in it: exact for small scopes, through its HNSW graph (cosine, centred:
+ * vector-graph.ts) otherwise.
  */
 import type { Pool, PoolClient } from 'pg';
 import { SEARCHABLE, vectorTableName, type Candidate, type SearchFilter } from '../chunk-store.js';
 import { vectorArrayBinary, vectorBinary } from './encoding.js';
+import { graphOrder, graphQuery, hasGraph, parseCentre, type VectorTable } from './vector-graph.js';
 
 /** Advisory-lock class of vector-table creation ("aps" in ASCII, as the migration lock). */
 const LOCK_CLASS = 0x617073;
 
 /**
  * Up to this many chunks in scope (filtered, or the whole collection), vector search is exact:
- * as fast as the graph at that size, and faster than walking it past chunks outside a scope.
+ * as fast as the graph at that size, and faster than walking it past chunks outside a scope. A
+ * table gets its graph when it holds more (vector-graph.ts).
  */
-const EXACT_SEARCH_MAX = 10_000;
+export const EXACT_SEARCH_MAX = 10_000;
 
 /**
  * HNSW beam width (`hnsw.ef_search`) at least. Measured on 100k GloVe-SIF vectors (m 16,
- * ef_construction 64): recall@10 vs exact 0.50 at 40, 0.79 at 200, 0.88 at 400, 0.94 at 1000.
- * With the graph below (m 32, ef_construction 128) the same beam reaches more: issue 13's curve
- * in the README (`npm run bench:retrieval -- --db postgres --scale 100000`).
+ * ef_construction 64, not centred): recall@10 vs exact 0.50 at 40, 0.79 at 200, 0.88 at 400,
+ * 0.94 at 1000. The store's centred graph (m 32, ef_construction 128) reaches more: issue 13's
+ * curves in the README (`npm run bench:pg-hnsw`).
  */
 const HNSW_EF_SEARCH = 400;
-
-/**
- * The HNSW graph's build parameters (pgvector's defaults are m 16, ef_construction 64): twice the
- * links per node and a wider build beam cost about twice the insertion time, and lift recall@10
- * at 100k from 0.85 to 0.96 at ef_search 100 (0.95 to 0.98 at 400) on the bench's vectors.
- * Tables created before keep the graph they were built with (see the README to rebuild one).
- */
-export const HNSW_BUILD = 'with (m = 32, ef_construction = 128)';
-
-/** HNSW indexes `vector` up to 2,000 dimensions and `halfvec` up to 4,000. */
-const HNSW_MAX_VECTOR = 2000;
-const HNSW_MAX_HALFVEC = 4000;
 
 /** A cosine similarity from a cosine distance; a zero vector (NaN) has none, as on SQLite. */
 function similarity(distance: number): number {
@@ -63,26 +54,11 @@ function vectorScope(filter: SearchFilter, params: unknown[], indexable = true):
   return conditions.map((c) => (indexable ? ` and ${c}` : ` and (${c}) is true`)).join('');
 }
 
-interface VectorTable {
-  name: string;
-  dimensions: number;
-}
-
 /**
- * The expression the HNSW index is built on and searched by: the vector itself, or up to 4,000
- * dimensions its half-precision copy; null above that (exact search only).
+ * A table's centre, read so that a database without the column (read-only mode after a failed
+ * earlier migration: 0017 not applied) still answers searches, exactly or by a graph made before.
  */
-function annExpression(table: VectorTable, column: string): string | null {
-  if (table.dimensions <= HNSW_MAX_VECTOR) return column;
-  if (table.dimensions <= HNSW_MAX_HALFVEC) return `(${column}::halfvec(${table.dimensions}))`;
-  return null;
-}
-
-function annQuery(table: VectorTable, param: string): string {
-  return table.dimensions <= HNSW_MAX_VECTOR
-    ? `${param}::vector`
-    : `${param}::vector::halfvec(${table.dimensions})`;
-}
+const CENTRE = `to_jsonb(t) ->> 'centre'`;
 
 interface Features {
   /** pgvector 0.8+: `hnsw.iterative_scan` keeps scanning until the filters leave enough rows. */
@@ -149,23 +125,23 @@ export class VectorTables {
     if (cached !== undefined) return cached;
     const find = async () =>
       (
-        await client.query<{ table_name: string }>(
-          'select table_name from knowledge_vector_tables where model = $1 and dimensions = $2',
+        await client.query<{ table_name: string; centre: string | null }>(
+          `select table_name, ${CENTRE} as centre from knowledge_vector_tables t
+           where model = $1 and dimensions = $2`,
           [model, dimensions],
         )
-      ).rows[0]?.table_name;
-    let name = await find();
+      ).rows[0];
+    let found = await find();
     let created = false;
-    if (name === undefined && create) {
-      name = vectorTableName(model, dimensions);
+    if (found === undefined && create) {
+      const name = vectorTableName(model, dimensions);
       // Instances indexing their first document of a new model together: one creates the table,
       // the others wait here until it commits and then find it.
       await client.query('select pg_advisory_xact_lock($1, hashtext($2))', [LOCK_CLASS, name]);
-      if ((await find()) === undefined) {
+      found = await find();
+      if (found === undefined) {
         created = true;
-        const table = { name, dimensions };
-        const ann = annExpression(table, 'embedding');
-        const opclass = dimensions <= HNSW_MAX_VECTOR ? 'vector_cosine_ops' : 'halfvec_cosine_ops';
+        // No graph yet: it is built once the table holds more than are searched exactly.
         await client.query(
           `create table if not exists ${name} (
              chunk_id text primary key references knowledge_chunks (id) on delete cascade,
@@ -176,23 +152,36 @@ export class VectorTables {
         );
         await client.query(`create index if not exists ${name}_document on ${name} (document_id)`);
         await client.query(`create index if not exists ${name}_project on ${name} (project_key)`);
-        if (ann !== null) {
-          await client.query(
-            `create index if not exists ${name}_hnsw on ${name} using hnsw (${ann} ${opclass}) ${HNSW_BUILD}`,
-          );
-        }
         await client.query(
           `insert into knowledge_vector_tables (model, dimensions, table_name) values ($1, $2, $3)
            on conflict do nothing`,
           [model, dimensions, name],
         );
+        found = { table_name: name, centre: null };
       }
     }
-    if (name === undefined) return null;
-    const table = { name, dimensions };
+    if (found === undefined) return null;
+    const table = { name: found.table_name, dimensions, centre: parseCentre(found.centre) };
     // Not a table this transaction created: other searches must not use it before it commits.
     if (!created) this.tables.set(key, table);
     return table;
+  }
+
+  /**
+   * The table with its centre as recorded now: a table without one may have had its centred graph
+   * built since (by any instance), which searches walk from then on.
+   */
+  private async recentred(client: PoolClient, table: VectorTable): Promise<VectorTable> {
+    if (table.centre !== null) return table;
+    const { rows } = await client.query<{ centre: string | null }>(
+      `select ${CENTRE} as centre from knowledge_vector_tables t where table_name = $1`,
+      [table.name],
+    );
+    const centre = parseCentre(rows[0]?.centre);
+    if (centre === null) return table;
+    const updated = { ...table, centre };
+    for (const [key, cached] of this.tables) if (cached === table) this.tables.set(key, updated);
+    return updated;
   }
 
   /** Every vector table, of every model. */
@@ -233,8 +222,7 @@ export class VectorTables {
     filter: SearchFilter,
     limit: number,
   ): Promise<Candidate[]> {
-    const ann = annExpression(table, 'v.embedding');
-    let exact = ann === null;
+    let exact = !hasGraph(table.dimensions);
     let inScope = 0;
     if (!exact) {
       // How many chunks are in scope (the whole table without filters), counted up to the
@@ -253,7 +241,8 @@ export class VectorTables {
       exact = inScope <= this.exactSearchMax;
     }
     if (!exact) {
-      const ranked = await this.nearest(client, table, vector, filter, limit, inScope);
+      const graph = await this.recentred(client, table);
+      const ranked = await this.nearest(client, graph, vector, filter, limit, inScope);
       if (ranked !== null) return ranked;
     }
     // Exact: every chunk in scope, through a B-tree index on the filter (a narrow scope), or all
@@ -273,9 +262,10 @@ export class VectorTables {
   }
 
   /**
-   * The nearest chunks in scope by the HNSW index: the scope filters apply inside the scan
+   * The nearest chunks in scope by the HNSW index (walked with the query minus the graph's centre;
+   * with no graph yet, an exact scan in the same order): the scope filters apply inside the scan
    * (pgvector 0.8+ scans on until `limit` rows pass them), and the result is re-ordered by exact
-   * distance, since relaxed_order may swap a few. The status of the documents is checked after
+   * distance, since the graph's order is the centred vectors' and relaxed_order may swap a few. The status of the documents is checked after
    * the scan, on `limit + 32` rows (as on SQLite): null when too many were dropped to be sure of
    * the top `limit`, or when the scan gave up before `limit` rows passed a filter although the
    * scope (`inScope` chunks, counted up to a cap) holds more: the caller then searches exactly,
@@ -290,7 +280,11 @@ export class VectorTables {
     inScope: number,
   ): Promise<Candidate[] | null> {
     const fetch = limit + 32;
-    const params: unknown[] = [vectorBinary(vector), fetch];
+    const params: unknown[] = [
+      vectorBinary(vector),
+      fetch,
+      vectorBinary(graphQuery(table, vector)),
+    ];
     // Filters that no B-tree can serve, on the vector table alone (a join would offer the planner
     // a path by document), and no sequential scan: the planner is left with the graph, where it
     // would rather sort every chunk of a scope it estimates small (or has no statistics for).
@@ -306,7 +300,7 @@ export class VectorTables {
          select v.chunk_id, v.document_id, v.embedding <=> $1::vector as distance
          from ${table.name} v
          where true${scope}
-         order by ${annExpression(table, 'v.embedding') ?? 'v.embedding'} <=> ${annQuery(table, '$1')}
+         order by ${graphOrder(table, 'v.embedding', '$3')}
          limit $2
        ) s
        join knowledge_documents d on d.id = s.document_id
