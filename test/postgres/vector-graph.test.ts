@@ -171,6 +171,41 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('the centred HNSW graph', () =>
     }
   });
 
+  it('two tables due together get their graphs one after the other', async () => {
+    const tables = ['graph_pair_a', 'graph_pair_b'];
+    for (const [i, table] of tables.entries()) {
+      await pool.query(`create table ${table} (chunk_id text primary key, embedding vector(16))`);
+      await pool.query(
+        `insert into ${table}
+         select g::text, (select array_agg(random() + 0.5)::real[] from generate_series(1, 16) where g > 0)::vector(16)
+         from generate_series(1, 3000) g`,
+      );
+      await pool.query(
+        `insert into knowledge_vector_tables (model, dimensions, table_name) values ($1, 16, $2)`,
+        [`pair-${i}`, table],
+      );
+    }
+    const builds = new GraphBuilds(pool, 1000);
+    for (const table of tables) builds.schedule({ name: table, dimensions: 16 });
+    // One build at a time: together, each would hold its memory and wait for the other's end.
+    let most = 0;
+    let settled = false;
+    const done = builds.settled().finally(() => (settled = true));
+    while (!settled) {
+      const { rows } = await pool.query<{ n: number }>(
+        `select count(*)::int as n from pg_stat_progress_create_index p
+         join pg_class c on c.oid = p.relid where c.relname like 'graph_pair_%'`,
+      );
+      most = Math.max(most, rows[0]!.n);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await done;
+    expect(most).toBe(1);
+    for (const table of tables) {
+      expect(await graphs(table)).toEqual({ [`${table}_hnsw_centred`]: true });
+    }
+  }, 120_000);
+
   it('past 2,000 dimensions the graph is over half-precision copies, and a search walks it', async () => {
     const table = 'graph_wide_vectors';
     const dims = 2100;

@@ -126,6 +126,8 @@ export class GraphBuilds {
   /** Backend pid of each build's connection, to cancel it at shutdown. */
   private readonly pids = new Map<string, number>();
   private closing = false;
+  /** The build before the next one's turn (one at a time: see `oneAtATime`). */
+  private building: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly pool: Pool,
@@ -216,7 +218,7 @@ export class GraphBuilds {
         if (row.centre === null) {
           if (!(await this.due(client, name))) return;
           built = true;
-          if (!(await this.build(client, name, dimensions))) return;
+          if (!(await this.oneAtATime(() => this.build(client, name, dimensions)))) return;
         }
         if (this.closing) return;
         await client.query(`drop index concurrently if exists ${name}_hnsw`);
@@ -235,6 +237,17 @@ export class GraphBuilds {
     }
   }
 
+  /**
+   * Runs builds one after the other: each holds up to `maintenance_work_mem` for its graph, and
+   * `create index concurrently` of an expression waits at its end for every older transaction,
+   * another table's build included.
+   */
+  private oneAtATime<T>(build: () => Promise<T>): Promise<T> {
+    const turn = this.building.then(build, build);
+    this.building = turn.catch(() => undefined);
+    return turn;
+  }
+
   /** Whether the table holds more than `buildAt` chunks (counted up to that). */
   private async due(client: PoolClient, name: string): Promise<boolean> {
     const counted = await client.query<{ n: number }>(
@@ -247,6 +260,7 @@ export class GraphBuilds {
 
   /** Builds the centred graph and records its centre; false when closing stopped it first. */
   private async build(client: PoolClient, name: string, dimensions: number): Promise<boolean> {
+    if (this.closing) return false;
     // The mean and the graph take minutes at a million rows: the connection is not reused after.
     await client.query('set statement_timeout = 0');
     const graph = `${name}_hnsw_centred`;
