@@ -67,6 +67,22 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('the centred HNSW graph', () =>
         )
       ).rows.map((r) => [r.name, r.valid]),
     );
+  /** A vector table of `rows` random vectors (all components positive), listed for `model`. */
+  const vectorTable = async (table: string, model: string, dims: number, rows: number) => {
+    await pool.query(
+      `create table ${table} (chunk_id text primary key, embedding vector(${dims}))`,
+    );
+    await pool.query(
+      `insert into ${table}
+       select g::text, (select array_agg(random() + 0.5)::real[] from generate_series(1, ${dims})
+                        where g > 0)::vector(${dims})
+       from generate_series(1, ${rows}) g`,
+    );
+    await pool.query(
+      'insert into knowledge_vector_tables (model, dimensions, table_name) values ($1, $2, $3)',
+      [model, dims, table],
+    );
+  };
   const exactTop = (all: NewChunk[], q: Float32Array, k: number) =>
     [...all]
       .sort((a, b) => cosine(q, b.vector) - cosine(q, a.vector))
@@ -174,24 +190,15 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('the centred HNSW graph', () =>
   it('two tables due together get their graphs one after the other', async () => {
     const tables = ['graph_pair_a', 'graph_pair_b'];
     for (const [i, table] of tables.entries()) {
-      await pool.query(`create table ${table} (chunk_id text primary key, embedding vector(16))`);
-      await pool.query(
-        `insert into ${table}
-         select g::text, (select array_agg(random() + 0.5)::real[] from generate_series(1, 16) where g > 0)::vector(16)
-         from generate_series(1, 3000) g`,
-      );
-      await pool.query(
-        `insert into knowledge_vector_tables (model, dimensions, table_name) values ($1, 16, $2)`,
-        [`pair-${i}`, table],
-      );
+      await vectorTable(table, `pair-${i}`, 16, 3000);
     }
     const builds = new GraphBuilds(pool, 1000);
     for (const table of tables) builds.schedule({ name: table, dimensions: 16 });
     // One build at a time: together, each would hold its memory and wait for the other's end.
     let most = 0;
-    let settled = false;
-    const done = builds.settled().finally(() => (settled = true));
-    while (!settled) {
+    const state = { settled: false };
+    const done = builds.settled().finally(() => (state.settled = true));
+    while (!state.settled) {
       const { rows } = await pool.query<{ n: number }>(
         `select count(*)::int as n from pg_stat_progress_create_index p
          join pg_class c on c.oid = p.relid where c.relname like 'graph_pair_%'`,
@@ -209,18 +216,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('the centred HNSW graph', () =>
   it('past 2,000 dimensions the graph is over half-precision copies, and a search walks it', async () => {
     const table = 'graph_wide_vectors';
     const dims = 2100;
-    await pool.query(
-      `create table ${table} (chunk_id text primary key, embedding vector(${dims}))`,
-    );
-    await pool.query(
-      `insert into ${table}
-       select g::text, (select array_agg(random() + 0.5)::real[] from generate_series(1, ${dims}) where g > 0)::vector(${dims})
-       from generate_series(1, 1200) g`,
-    );
-    await pool.query(
-      `insert into knowledge_vector_tables (model, dimensions, table_name) values ('wide', $1, $2)`,
-      [dims, table],
-    );
+    await vectorTable(table, 'wide', dims, 1200);
     const builds = new GraphBuilds(pool, 1000);
     builds.schedule({ name: table, dimensions: dims });
     await builds.settled();
@@ -249,16 +245,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('the centred HNSW graph', () =>
 
   it('a build cut short by shutdown is cancelled at once, and the next pass builds it again', async () => {
     const table = 'graph_cut_vectors';
-    await pool.query(`create table ${table} (chunk_id text primary key, embedding vector(32))`);
-    await pool.query(
-      `insert into ${table}
-       select g::text, (select array_agg(random() + 0.5)::real[] from generate_series(1, 32) where g > 0)::vector(32)
-       from generate_series(1, 12000) g`,
-    );
-    await pool.query(
-      `insert into knowledge_vector_tables (model, dimensions, table_name) values ('cut', 32, $1)`,
-      [table],
-    );
+    await vectorTable(table, 'cut', 32, 12000);
     const first = new GraphBuilds(pool, 1000);
     first.schedule({ name: table, dimensions: 32 });
     // Waits for the index build to be running, then shuts down.

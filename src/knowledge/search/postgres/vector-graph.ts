@@ -248,6 +248,11 @@ export class GraphBuilds {
     return turn;
   }
 
+  /** Whether `close` was called (a method: a field read would stay narrowed across awaits). */
+  private stopped(): boolean {
+    return this.closing;
+  }
+
   /** Whether the table holds more than `buildAt` chunks (counted up to that). */
   private async due(client: PoolClient, name: string): Promise<boolean> {
     const counted = await client.query<{ n: number }>(
@@ -260,7 +265,7 @@ export class GraphBuilds {
 
   /** Builds the centred graph and records its centre; false when closing stopped it first. */
   private async build(client: PoolClient, name: string, dimensions: number): Promise<boolean> {
-    if (this.closing) return false;
+    if (this.stopped()) return false; // closed while waiting for its turn
     // The mean and the graph take minutes at a million rows: the connection is not reused after.
     await client.query('set statement_timeout = 0');
     const graph = `${name}_hnsw_centred`;
