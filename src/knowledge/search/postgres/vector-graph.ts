@@ -34,28 +34,17 @@ export const HNSW_BUILD = 'with (m = 32, ef_construction = 128)';
 const HNSW_MAX_VECTOR = 2000;
 const HNSW_MAX_HALFVEC = 4000;
 
-/** A graph's centre: the literal in its index expression, and its values. */
-export interface Centre {
-  literal: string;
-  values: Float32Array;
-}
-
 export interface VectorTable {
   name: string;
   dimensions: number;
   /** Null: no centred graph yet (none, or a table's graph over the raw vectors). */
-  centre: Centre | null;
+  centre: Float32Array | null;
 }
 
-/** The centre recorded for a table (a pgvector literal), parsed; null for none. */
-export function parseCentre(literal: string | null | undefined): Centre | null {
+/** The centre recorded for a table (pgvector's text of it), parsed; null for none. */
+export function parseCentre(literal: string | null | undefined): Float32Array | null {
   if (literal === null || literal === undefined) return null;
-  return { literal, values: Float32Array.from(JSON.parse(literal) as number[]) };
-}
-
-/** A vector as a literal: float32 values, written so that JSON and pgvector read them back. */
-export function vectorLiteral(values: Float32Array): string {
-  return `[${Array.from(values).join(',')}]`;
+  return Float32Array.from(JSON.parse(literal) as number[]);
 }
 
 /** Whether a table of `dimensions` can have a graph (otherwise every search is exact). */
@@ -100,7 +89,7 @@ export function graphOrder(table: VectorTable, column: string, param: string): s
 export function graphQuery(table: VectorTable, vector: Float32Array): Float32Array {
   const centre = table.centre;
   if (centre === null) return vector;
-  return Float32Array.from(vector, (x, i) => x - (centre.values[i] ?? 0));
+  return Float32Array.from(vector, (x, i) => x - (centre[i] ?? 0));
 }
 
 /** Where builds are told of (pino's signature). */
@@ -273,10 +262,10 @@ export class GraphBuilds {
     const mean = await client.query<{ mean: string | null }>(
       `select avg(embedding)::text as mean from ${name}`,
     );
-    const centre = parseCentre(mean.rows[0]?.mean);
+    const literal = mean.rows[0]?.mean ?? null;
+    const centre = parseCentre(literal);
     if (centre === null || this.closing) return false;
-    const literal = vectorLiteral(centre.values);
-    const table = { name, dimensions, centre: { literal, values: centre.values } };
+    const table = { name, dimensions, centre };
     const opclass = dimensions <= HNSW_MAX_VECTOR ? 'vector_cosine_ops' : 'halfvec_cosine_ops';
     // No valid index uses the function now (a leftover was dropped above): it may be replaced.
     await client.query(
