@@ -31,6 +31,12 @@
  * queries, p50 / p95 per mode, recall): the same figures in minutes instead of a first start and
  * a graph build per build (~25 min each at 1M chunks).
  *
+ * `--cold` (with `--restarts`): before each restart the database file is dropped from the page
+ * cache (GNU dd's `iflag=nocache`), as after a reboot; after the first query, the queries wait
+ * until the file's cached bytes stop growing (2 s, 120 s at most: a build that pre-reads the
+ * file, file-preread.ts, fills the cache meanwhile), so each build is measured from the same
+ * state, seconds after its restart.
+ *
  * `--server-env` sets a variable of the measured servers (e.g. SEARCH_ANN_MIN_VECTORS=50000 to
  * measure the approximate vector graph below its default threshold).
  *
@@ -65,6 +71,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '42' },
     'server-env': { type: 'string', multiple: true, default: [] },
     restarts: { type: 'string' },
+    cold: { type: 'boolean', default: false },
   },
 });
 
@@ -171,7 +178,14 @@ interface Run {
   label: string;
   cold: { listenS: number; readyS: number; graphS: number };
   /** `cachedBytes`: the database file's bytes in the page cache at the restart (fincore). */
-  restart: { listenS: number; readyS: number; firstQueryMs: number; cachedBytes: number };
+  restart: {
+    listenS: number;
+    readyS: number;
+    firstQueryMs: number;
+    cachedBytes: number;
+    /** `--cold`: the wait for the page cache to settle before the queries, and its bytes then. */
+    settled: { s: number; bytes: number };
+  };
   rssRest: number;
   rssQueries: number;
   /** The restarted server (indexes from the snapshots): when ready, after its queries. */
@@ -253,21 +267,51 @@ function pageCached(file: string): number {
   }
 }
 
+/** Drops the database file's pages from the page cache (`--cold`). */
+function dropFromPageCache(file: string): void {
+  execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
+}
+
+/**
+ * Waits until the database file's bytes in the page cache stop growing (by 1 % of the file over
+ * 2 s; 120 s at most): seconds waited, and the bytes cached then.
+ */
+async function cacheSettled(file: string): Promise<{ s: number; bytes: number }> {
+  const t0 = performance.now();
+  const size = statSync(file).size;
+  const seen = [pageCached(file)];
+  while (performance.now() - t0 < 120_000) {
+    await new Promise((r) => setTimeout(r, 500));
+    seen.push(pageCached(file));
+    const last = seen.at(-1) ?? 0;
+    if (seen.length > 4 && last - (seen.at(-5) ?? 0) < size / 100) break;
+  }
+  return { s: (performance.now() - t0) / 1000, bytes: seen.at(-1) ?? Number.NaN };
+}
+
 /**
  * A restart on the snapshots there are: listening, ready, the first hybrid query, RSS when ready
  * and after `load(base)` (what it returns is passed on).
  */
 async function restart<T>(label: string, cli: string, load: (base: string) => Promise<T>) {
   log(`${label}: restart`);
+  if (values.cold) dropFromPageCache(dbPath);
   const cachedBytes = pageCached(dbPath);
   const again = await startTimed(cli, env, 1800);
   const rssRestart = rssOf(again.child.pid!);
   const [, firstQueryMs] = await retrieve(again.base, firstQuery, 'hybrid');
+  const settled = values.cold ? await cacheSettled(dbPath) : { s: Number.NaN, bytes: Number.NaN };
   const result = await load(again.base);
   const rssRestartQueries = rssOf(again.child.pid!);
   await stop(again.child);
   log(`${label}: listening after ${s(again.listenS)}, ready after ${s(again.readyS)}`);
-  const times = { listenS: again.listenS, readyS: again.readyS, firstQueryMs, cachedBytes };
+  const times = {
+    listenS: again.listenS,
+    readyS: again.readyS,
+    firstQueryMs,
+    cachedBytes,
+    settled,
+  };
   return { restart: times, rssRestart, rssRestartQueries, result };
 }
 
@@ -406,6 +450,13 @@ row('restart: database file in the page cache', (r) => megabytes(r.restart.cache
 row('restart → listening', (r) => s(r.restart.listenS));
 row('restart → ready', (r) => s(r.restart.readyS));
 row('first hybrid query after ready', (r) => `${ms(r.restart.firstQueryMs)} ms`);
+if (values.cold) {
+  row(
+    'restart: database file in the page cache when the queries began',
+    (r) =>
+      `${megabytes(r.restart.settled.bytes)} (${time(r.restart.settled.s)} after the first query)`,
+  );
+}
 row('RSS at rest', (r) => megabytes(r.rssRest));
 row(`RSS after ${3 * queryCount} queries`, (r) => megabytes(r.rssQueries));
 row('restart: RSS when ready (indexes from the snapshots)', (r) => mb(r.rssRestart));

@@ -225,6 +225,11 @@ export const ENV_SCHEMA = Type.Object({
     description:
       "SQLite: from this many vectors of a model on, vector search takes its candidates from an approximate HNSW graph (usearch; 16 links, a search list of 2560, candidates re-scored exactly) instead of a full scan of its int8 rows; -1: never. At 1M rows of the default model the graph answers in about half the scan's time with recall@10 0.99 (at 500k with a list of 2048: 12 ms against the scan's 15, 0.994); it takes 250–370 bytes a row, built in a worker thread after the indexes load and saved beside their snapshots.",
   }),
+  SQLITE_PREREAD: oneOf(
+    ['true', 'false'] as const,
+    'true',
+    "SQLite: once the search indexes have loaded, the database file is read once in the background, so that searches find the rows and vectors they read in the operating system's page cache instead of on disk (skipped when the file is larger than half the available memory).",
+  ),
   SEARCH_HYBRID_CANDIDATES: Type.Integer({
     minimum: 10,
     maximum: 1000,

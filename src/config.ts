@@ -85,6 +85,8 @@ export interface Config {
     searchAnnMinVectors: number | null;
     /** Keyword candidates of a hybrid retrieval (at least topK × 4). */
     hybridCandidates: number;
+    /** SQLite: read the database file once after the indexes load (file-preread.ts). */
+    sqlitePreread: boolean;
   };
   embedding: {
     provider: Env['EMBEDDING_PROVIDER'];
@@ -278,6 +280,7 @@ export function loadConfig(
       searchSnapshotDelayMs: e.SEARCH_SNAPSHOT_DELAY_MS < 0 ? null : e.SEARCH_SNAPSHOT_DELAY_MS,
       searchAnnMinVectors: e.SEARCH_ANN_MIN_VECTORS < 0 ? null : e.SEARCH_ANN_MIN_VECTORS,
       hybridCandidates: e.SEARCH_HYBRID_CANDIDATES,
+      sqlitePreread: e.SQLITE_PREREAD === 'true',
     },
     embedding: {
       provider: e.EMBEDDING_PROVIDER,

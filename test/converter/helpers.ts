@@ -73,6 +73,7 @@ export function knowledgeConfig(overrides: Partial<Config['knowledge']> = {}): C
     searchSnapshotDelayMs: null,
     searchAnnMinVectors: null,
     hybridCandidates: 100,
+    sqlitePreread: false,
     ...overrides,
   };
 }

@@ -27,6 +27,7 @@ import { inRankOrder, rankEvidence } from '../ranked.js';
 import { sharedLexer } from './fts5-lexer.js';
 import { buildFtsQuery, FTS5_BM25 } from './fts-query.js';
 import type { SnapshotOptions } from './index-snapshots.js';
+import { prereadFile } from './file-preread.js';
 import { IndexLoader } from './index-loader.js';
 import { CURRENT, SearchIndexes } from './search-indexes.js';
 import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
@@ -39,7 +40,19 @@ export interface SqliteChunkStoreOptions {
   snapshots?: SnapshotOptions | null;
   /** Options of the vector indexes (from which size they search an approximate graph). */
   vectors?: VectorIndexOptions;
+  /**
+   * Read the database file once after the first load of the indexes, so that searches find its
+   * pages in the operating system's cache (file-preread.ts); `log` hears how it went. Null or
+   * absent: not read.
+   */
+  preread?: { log: PrereadLog } | null;
 }
+
+export type PrereadLog = (
+  level: 'info' | 'warn',
+  message: string,
+  fields: Record<string, unknown>,
+) => void;
 
 /**
  * Which of the given documents (a JSON array of ids) are searchable. The status test is kept off
@@ -72,6 +85,9 @@ export class SqliteChunkStore implements ChunkStore {
   private readonly loader: IndexLoader;
   /** The start-up load of the indexes while it runs: searches wait for it. */
   private loading: Promise<void> | undefined;
+  /** The pre-read of the database file, once started (file-preread.ts); aborted on close. */
+  private preread: { stop: AbortController; done: Promise<unknown> } | undefined;
+  private readonly prereadLog: PrereadLog | null;
 
   constructor(
     private readonly db: BetterSqlite3.Database,
@@ -83,6 +99,7 @@ export class SqliteChunkStore implements ChunkStore {
     this.indexes = new SearchIndexes(this.statement, options.vectors);
     this.loader = new IndexLoader(this.indexes, options.snapshots ?? null);
     this.writes = new SqliteChunkWrites(db, this.statement, this.tables, this.indexes);
+    this.prereadLog = options.preread?.log ?? null;
   }
 
   // --- writing ----------------------------------------------------------------------------------
@@ -117,6 +134,8 @@ export class SqliteChunkStore implements ChunkStore {
 
   /** Stops saving the indexes (a snapshot being written is abandoned: the last one stays). */
   async close(): Promise<void> {
+    this.preread?.stop.abort();
+    await this.preread?.done;
     await this.loader.close();
   }
 
@@ -155,12 +174,34 @@ export class SqliteChunkStore implements ChunkStore {
       this.loading = undefined;
     });
     await this.loading;
+    this.startPreread();
     return this.db
       .transaction(() => {
         for (const t of this.tables.ofModel(model)) this.indexes.vectorIndex(t.table, t.dimensions);
         return this.indexes.keywordIndex().size;
       })
       .deferred();
+  }
+
+  /** Starts the pre-read of the database file, once (not for a database in memory). */
+  private startPreread(): void {
+    const log = this.prereadLog;
+    const file = this.db.name;
+    if (log === null || this.preread !== undefined || this.db.memory || file === '') return;
+    const stop = new AbortController();
+    const done = prereadFile(file, { signal: stop.signal }).then(
+      ({ size, read, ms, skipped }) => {
+        const fields = { bytes: read, fileBytes: size, ms };
+        if (skipped === 'too large') {
+          log('info', 'database file not pre-read: larger than half the available memory', fields);
+        } else if (skipped === null)
+          log('info', 'database file pre-read into the page cache', fields);
+      },
+      (error: unknown) => {
+        log('warn', 'pre-reading the database file failed', { err: error });
+      },
+    );
+    this.preread = { stop, done };
   }
 
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
