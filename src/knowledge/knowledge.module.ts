@@ -100,17 +100,10 @@ async function createChunkStore(
             },
           };
     const annMin = config.knowledge.searchAnnMinVectors;
-    const preread = config.knowledge.sqlitePreread
-      ? {
-          log: (level: 'info' | 'warn', message: string, fields: object) => {
-            log[level](fields, message);
-          },
-        }
-      : null;
     return new SqliteChunkStore(database.native, {
       snapshots,
       vectors: { annMin: annMin ?? Number.POSITIVE_INFINITY },
-      preread,
+      preread: config.knowledge.sqlitePreread ? { log } : null,
     });
   }
   const { PostgresChunkStore } = await import('./search/postgres/postgres-chunk-store.js');

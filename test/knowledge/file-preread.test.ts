@@ -92,10 +92,15 @@ describe('the store pre-reads its database file', () => {
   async function storeOf(preread: boolean) {
     const database = openSqlite(join(tempDir(), 'aps.sqlite'));
     expect((await migrate(database, MIGRATIONS)).status).toBe('ok');
-    const logs: { level: string; message: string; fields: Record<string, unknown> }[] = [];
+    const logs: { level: string; message: string; fields: object }[] = [];
     const store = new SqliteChunkStore(database.native, {
       preread: preread
-        ? { log: (level, message, fields) => logs.push({ level, message, fields }) }
+        ? {
+            log: {
+              info: (fields, message) => logs.push({ level: 'info', message, fields }),
+              warn: (fields, message) => logs.push({ level: 'warn', message, fields }),
+            },
+          }
         : null,
     });
     stores.push({ store, close: () => database.db.destroy() });

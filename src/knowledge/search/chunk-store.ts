@@ -177,6 +177,12 @@ export interface Evidence {
 /** Ranks the evidence into the final, ordered, cut list: pure and synchronous. */
 export type Ranking = (evidence: Evidence) => Candidate[];
 
+/** Where a store tells of its background work (pino's signature: a pino logger fits). */
+export interface StoreLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
 export interface RankedHit {
   score: number;
   chunk: ChunkHit;

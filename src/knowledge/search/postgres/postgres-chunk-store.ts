@@ -18,6 +18,7 @@ import {
   type RankedHit,
   type Ranking,
   type SearchRequest,
+  type StoreLog,
   vectorDepth,
 } from '../chunk-store.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
@@ -33,7 +34,7 @@ import {
 import { KeywordSearch } from './keyword-search.js';
 import { rowsBySeq } from './keyword-statements.js';
 import { deletePostings, insertPostings, type ChunkPostings } from './postings.js';
-import { GraphBuilds, type GraphLog } from './vector-graph.js';
+import { GraphBuilds } from './vector-graph.js';
 import { EXACT_SEARCH_MAX, VectorTables } from './vector-tables.js';
 import { keywordQueryWords, Stemmer } from './words.js';
 
@@ -57,7 +58,7 @@ export class PostgresChunkStore implements ChunkStore {
        */
       exactSearchMax?: number;
       /** Where the graph builds are told of (start, end, failure). */
-      log?: GraphLog;
+      log?: StoreLog;
     } = {},
   ) {
     const exactSearchMax = options.exactSearchMax ?? EXACT_SEARCH_MAX;

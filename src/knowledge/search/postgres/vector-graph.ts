@@ -19,6 +19,7 @@
  * index, which the next attempt drops first.
  */
 import type { Pool, PoolClient } from 'pg';
+import type { StoreLog } from '../chunk-store.js';
 
 /** Advisory-lock class of graph builds ("apg" in ASCII). */
 const BUILD_LOCK = 0x617067;
@@ -92,13 +93,7 @@ export function graphQuery(table: VectorTable, vector: Float32Array): Float32Arr
   return Float32Array.from(vector, (x, i) => x - (centre[i] ?? 0));
 }
 
-/** Where builds are told of (pino's signature). */
-export interface GraphLog {
-  info(fields: object, message: string): void;
-  warn(fields: object, message: string): void;
-}
-
-const silent: GraphLog = { info: () => {}, warn: () => {} };
+const silent: StoreLog = { info: () => {}, warn: () => {} };
 
 /** Builds the centred graphs of this instance's tables in the background (see above). */
 export class GraphBuilds {
@@ -122,7 +117,7 @@ export class GraphBuilds {
     private readonly pool: Pool,
     /** A table gets its graph once it holds more chunks than this. */
     private readonly buildAt: number,
-    private readonly log: GraphLog = silent,
+    private readonly log: StoreLog = silent,
   ) {}
 
   /**

@@ -18,6 +18,7 @@ import {
   type Ranking,
   type SearchFilter,
   type SearchRequest,
+  type StoreLog,
   vectorDepth,
 } from '../chunk-store.js';
 import { registerSqliteFilter, sqliteFilterSql, toSqlite } from '../../filter/sql.js';
@@ -45,14 +46,8 @@ export interface SqliteChunkStoreOptions {
    * pages in the operating system's cache (file-preread.ts); `log` hears how it went. Null or
    * absent: not read.
    */
-  preread?: { log: PrereadLog } | null;
+  preread?: { log: StoreLog } | null;
 }
-
-export type PrereadLog = (
-  level: 'info' | 'warn',
-  message: string,
-  fields: Record<string, unknown>,
-) => void;
 
 /**
  * Which of the given documents (a JSON array of ids) are searchable. The status test is kept off
@@ -87,7 +82,7 @@ export class SqliteChunkStore implements ChunkStore {
   private loading: Promise<void> | undefined;
   /** The pre-read of the database file, once started (file-preread.ts); aborted on close. */
   private preread: { stop: AbortController; done: Promise<unknown> } | undefined;
-  private readonly prereadLog: PrereadLog | null;
+  private readonly prereadLog: StoreLog | null;
 
   constructor(
     private readonly db: BetterSqlite3.Database,
@@ -192,13 +187,13 @@ export class SqliteChunkStore implements ChunkStore {
     const done = prereadFile(file, { signal: stop.signal }).then(
       ({ size, read, ms, skipped }) => {
         const fields = { bytes: read, fileBytes: size, ms };
+        if (skipped === null) log.info(fields, 'database file pre-read into the page cache');
         if (skipped === 'too large') {
-          log('info', 'database file not pre-read: larger than half the available memory', fields);
-        } else if (skipped === null)
-          log('info', 'database file pre-read into the page cache', fields);
+          log.info(fields, 'database file not pre-read: larger than half the available memory');
+        }
       },
       (error: unknown) => {
-        log('warn', 'pre-reading the database file failed', { err: error });
+        log.warn({ err: error }, 'pre-reading the database file failed');
       },
     );
     this.preread = { stop, done };
