@@ -5,7 +5,10 @@
  * asked as the retrieval service asks them. Reported: p50 / p95 / mean of the store's search, the
  * time per search spent in SQLite statements, and the float32 vectors read per search.
  *
- *   npm run bench:hybrid-reads -- DIR [--queries 300] [--seed 42] [--build DIST]
+ *   npm run bench:hybrid-reads -- DIR [--queries 300] [--seed 42] [--build DIST] [--limit 100]
+ *
+ * `--limit`: the hybrid candidates asked for (SEARCH_HYBRID_CANDIDATES; the service asks at
+ * least topK × 4).
  *
  * `--build`: a compiled server to measure instead of this tree's source (e.g. an older checkout's
  * dist/). To compare two builds, run each with its own `--seed`: the reads are what differs, and
@@ -25,6 +28,7 @@ const { values, positionals } = parseArgs({
     queries: { type: 'string', default: '300' },
     seed: { type: 'string', default: '42' },
     build: { type: 'string' },
+    limit: { type: 'string', default: '100' },
   },
 });
 const dir = positionals[0];
@@ -104,7 +108,7 @@ const search = async (query: string) => {
       vector: embedding.vector,
       model: embedder.model,
       filter: {},
-      limit: 100,
+      limit: Number(values.limit),
       fusedTop: body.topK,
       fusedScore: (keyword, keywordMax) =>
         fusedScorer(keyword, { keywordMax, coverage: embedding.coverage }),
@@ -130,7 +134,7 @@ const l = latencySummary(results.map((r) => r.ms));
 const mean = (f: (r: (typeof results)[number]) => number) =>
   results.reduce((sum, r) => sum + f(r), 0) / results.length;
 console.log(
-  `\n${results.length} hybrid searches (seed ${values.seed}), ${values.build ?? 'source'}\n`,
+  `\n${results.length} hybrid searches (seed ${values.seed}, limit ${values.limit}), ${values.build ?? 'source'}\n`,
 );
 console.log('| p50 ms | p95 ms | mean ms | SQLite ms per search | vectors read per search |');
 console.log('| --- | --- | --- | --- | --- |');

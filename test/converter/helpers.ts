@@ -72,7 +72,7 @@ export function knowledgeConfig(overrides: Partial<Config['knowledge']> = {}): C
     eventsMaxStreams: 1000,
     searchSnapshotDelayMs: null,
     searchAnnMinVectors: null,
-    hybridCandidates: 100,
+    hybridCandidates: 40,
     sqlitePreread: false,
     ...overrides,
   };

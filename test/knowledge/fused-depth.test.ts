@@ -2,8 +2,9 @@
  * A hybrid search's vector side goes only as deep as the answer (`fusedTop`, chunk-store.ts), and
  * it reads the cosines of only the keyword candidates that could enter it (`fusedScore`,
  * fused-cosines.ts): the fused answer of length k is the same as with the full candidate lists,
- * on random chunks whose keyword evidence is weak enough that chunks without a keyword match do
- * make the answers.
+ * on random chunks whose keyword evidence is weak enough that chunks the keyword search does not
+ * rank do make the answers. Either way the nearest chunks that hold a query word are fused with
+ * their BM25.
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -51,6 +52,7 @@ describe('the depth of a hybrid search', () => {
     await store.warm(MODEL);
 
     let meaningOnly = 0;
+    let nearestMatched = 0;
     let skipped = 0;
     let candidates = 0;
     for (let q = 0; q < 40; q++) {
@@ -88,11 +90,21 @@ describe('the depth of a hybrid search', () => {
       candidates += pruned.evidence?.keyword.length ?? 0;
       expect(shallow.evidence?.semantic.length).toBe(topK);
       expect(full.evidence?.semantic.length).toBe(100);
-      const matched = new Set(full.evidence?.keyword.map((k) => k.chunkId));
-      meaningOnly += full.hits.filter(([chunkId]) => !matched.has(chunkId as string)).length;
+      // The keyword search's own candidates; the others in the answer came by their vectors.
+      const ranked = new Set(store.keywordSearch(text, {}, 100).map((k) => k.chunkId));
+      meaningOnly += full.hits.filter(([chunkId]) => !ranked.has(chunkId as string)).length;
+      // Nearest chunks below the keyword depth that hold a query word are fused with their BM25,
+      // the one a deeper keyword search gives them.
+      const deep = new Map(store.keywordSearch(text, {}, 1000).map((k) => [k.chunkId, k.score]));
+      for (const k of pruned.evidence?.keyword ?? []) {
+        if (ranked.has(k.chunkId)) continue;
+        expect(k.score).toBe(deep.get(k.chunkId));
+        nearestMatched++;
+      }
     }
     // Not a vacuous check: chunks without a keyword match are in the answers.
     expect(meaningOnly).toBeGreaterThan(20);
+    expect(nearestMatched).toBeGreaterThan(100);
     // …and most keyword candidates' cosines are never read.
     expect(skipped).toBeGreaterThan(candidates / 2);
     await store.close();

@@ -409,6 +409,38 @@ describe('pruned keyword search (MaxScore)', () => {
     expect(skipped).toBeGreaterThan(0);
   });
 
+  it('scores chosen chunks as the search scores them, bit for bit (scoresOf)', () => {
+    let scored = 0;
+    fc.assert(
+      fc.property(skewed, queries, fc.array(fc.nat(), { maxLength: 40 }), (corpus, qs, picks) => {
+        const index = load(corpus, { skipEvery: 2 });
+        // Any chunks, of deleted documents and unknown ones too, in any order.
+        const all = corpus.docs.flatMap((doc, d) =>
+          doc.chunks.map((_, i) => ({ chunkId: `c${d}-${i}`, documentId: `d${d}` })),
+        );
+        const chosen = picks.map(
+          (p) => all[p % (all.length + 1)] ?? { chunkId: 'c99-0', documentId: 'd99' },
+        );
+        for (const q of qs.map((w) => w.join(' '))) {
+          const single = phrases(q);
+          // The first two words as one all-of group too (a segmented CJK word's lexemes).
+          const grouped = [[...(single[0] ?? []), ...(single[1] ?? [])], ...single.slice(2)];
+          for (const groups of [single, grouped]) {
+            const want = new Map(
+              index.search(groups, {}, 100_000).map((h) => [h.chunkId, h.score]),
+            );
+            const got = index.scoresOf(groups, chosen);
+            for (const { chunkId } of chosen) expect(got.get(chunkId)).toBe(want.get(chunkId));
+            expect([...got.keys()].every((id) => want.has(id))).toBe(true);
+            scored += got.size;
+          }
+        }
+      }),
+      { numRuns: 80 },
+    );
+    expect(scored).toBeGreaterThan(100);
+  });
+
   it('stays exact as lists grow past their skip entries and after a compaction', async () => {
     const [first, ...more] = fc.sample(skewed, { numRuns: 40, seed: 11 });
     const every = load(first!, { prune: false });

@@ -127,9 +127,9 @@ describe('retrieve', () => {
         const hits = await k.hits({ query, mode: 'keyword', topK });
         expect(hits).toEqual(deep.slice(0, topK));
       }
-      // Fusion still gets the deeper candidate lists.
+      // Fusion still gets the deeper candidate lists (SEARCH_HYBRID_CANDIDATES, 40 by default).
       await k.hits({ query, mode: 'hybrid', topK: 2 });
-      expect(limits).toEqual([20, 1, 2, 100]);
+      expect(limits).toEqual([20, 1, 2, 40]);
     } finally {
       store.search = search;
     }
@@ -257,8 +257,8 @@ describe('small collections', () => {
 });
 
 describe('SEARCH_HYBRID_CANDIDATES', () => {
-  it("sets how many keyword candidates a hybrid retrieval fuses (at least topK × 4), not the other modes'", async () => {
-    const { t: a, k: ka } = await knowledgeApp({ SEARCH_HYBRID_CANDIDATES: '40' });
+  it("sets how deep a hybrid retrieval looks (at least topK × 4), not the other modes'", async () => {
+    const { t: a, k: ka } = await knowledgeApp({ SEARCH_HYBRID_CANDIDATES: '60' });
     try {
       const doc = await ka.uploadOk('walrus.md', '# Walruses\n\nWalruses rest on floating ice.');
       await ka.indexOk(doc.id);
@@ -281,7 +281,7 @@ describe('SEARCH_HYBRID_CANDIDATES', () => {
           doc.id,
         );
       }
-      expect(limits).toEqual(['hybrid 40', 'hybrid 80', 'semantic 100', 'keyword 2']);
+      expect(limits).toEqual(['hybrid 60', 'hybrid 80', 'semantic 100', 'keyword 2']);
     } finally {
       await a.close();
     }

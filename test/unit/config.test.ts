@@ -32,7 +32,7 @@ describe('loadConfig', () => {
     expect(config.queue.agentRunConcurrency).toBeGreaterThanOrEqual(2);
     expect(config.queue.toolExecuteConcurrency).toBeGreaterThanOrEqual(4);
     expect(config.corsOrigins).toEqual([]);
-    expect(config.knowledge.hybridCandidates).toBe(100);
+    expect(config.knowledge.hybridCandidates).toBe(40);
   });
 
   it('accepts PORT=0 (pick a free port) and converts numbers', () => {

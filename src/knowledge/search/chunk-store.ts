@@ -132,14 +132,19 @@ export interface SearchRequest {
   vector: Float32Array | null;
   model: string;
   filter: SearchFilter;
-  /** Candidates fetched from each index. */
+  /**
+   * Candidates fetched from each index. A hybrid search (text and vector) also scores the `limit`
+   * nearest chunks by their keywords: those that hold a query word join the keyword candidates
+   * with their BM25, so a chunk close in meaning that matches below the keyword depth is fused
+   * with both (README "Scale", thirteenth pass).
+   */
   limit: number;
   /**
    * A hybrid answer's length (topK): the vector search then returns that many nearest chunks
-   * instead of `limit`. Fusion (fusion.ts) scores a chunk without a keyword match `room × cosine`
-   * and a keyword candidate `K + room × cosine` with its exact cosine, so each of the `fusedTop`
-   * nearest scores at least as much as any chunk farther away: none of those can enter an answer
-   * of that length (ties aside).
+   * (as semantic candidates) instead of `limit`. Fusion (fusion.ts) scores a chunk without a
+   * keyword match `room × cosine` and a keyword candidate `K + room × cosine` with its exact
+   * cosine, so each of the `fusedTop` nearest scores at least as much as any chunk farther away
+   * that matches no keyword: none of those can enter an answer of that length (ties aside).
    */
   fusedTop?: number;
   /**

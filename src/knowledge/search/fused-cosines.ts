@@ -31,6 +31,12 @@ export interface CosineBounds {
 export interface BoundedNearest extends CosineBounds {
   chunkId: string;
   documentId: string;
+  /**
+   * Its place among its document's rows in the vector index: where the keyword index most likely
+   * holds it among that document's rows too (both add a document's chunks in the same order), a
+   * hint that spares a search of them (`KeywordIndex.scoresOf`).
+   */
+  place?: number;
 }
 
 /** A candidate of a fused answer: its BM25 (0: no keyword match) and its cosine's bounds. */

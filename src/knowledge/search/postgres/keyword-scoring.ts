@@ -136,7 +136,8 @@ export class KeywordScorer {
   /**
    * The `limit` best chunks for the lexeme groups (each all-of; a group of one is one word), with
    * the rows of each lexeme given (rows out of the filter's scope are skipped), N = `chunks` and
-   * the average length `avgdl`.
+   * the average length `avgdl`; and the scores of the chunks `also` names (seqs) that match, in
+   * scope, whatever their rank (a hybrid search's nearest chunks, postgres-chunk-store.ts).
    */
   top(
     groups: readonly (readonly QueryLexeme[])[],
@@ -145,7 +146,8 @@ export class KeywordScorer {
     chunks: number,
     avgdl: number,
     limit: number,
-  ): ScoredSeq[] {
+    also: readonly number[] = [],
+  ): { top: ScoredSeq[]; also: ScoredSeq[] } {
     const inScope = scopeOf(filter);
     // Each document's slots: from its first chunk's seq to the last one any lexeme holds.
     const byDocument = new Map<string, DocumentSlots>();
@@ -165,7 +167,7 @@ export class KeywordScorer {
         } else doc.size = Math.max(doc.size, last + 1);
       }
     }
-    if (placed.length === 0) return [];
+    if (placed.length === 0) return { top: [], also: [] };
     const documents = [...byDocument.values()];
     let slots = 0;
     for (const doc of documents) {
@@ -243,7 +245,28 @@ export class KeywordScorer {
       return doc === undefined ? 0 : doc.base + (slot - doc.start);
     };
     const top = topK(scores, touched.slots, touched.count, seqOf, limit);
+    const byBase = also.length === 0 ? [] : documents.toSorted((a, b) => a.base - b.base);
+    const found = also.flatMap((seq) => {
+      const slot = slotOf(byBase, seq);
+      const score = slot === -1 ? 0 : (scores[slot] as number);
+      return score > 0 ? [{ seq, score }] : [];
+    });
     for (let t = 0; t < touched.count; t++) scores[touched.slots[t] as number] = 0;
-    return top.map(({ seq, score }) => ({ seq, score }));
+    return { top: top.map(({ seq, score }) => ({ seq, score })), also: found };
   }
+}
+
+/** The slot of a seq among the documents' slots (sorted by base), -1 when none holds it. */
+function slotOf(byBase: readonly DocumentSlots[], seq: number): number {
+  let lo = 0;
+  let hi = byBase.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if ((byBase[mid]?.base ?? 0) <= seq) lo = mid;
+    else hi = mid - 1;
+  }
+  const doc = byBase[lo];
+  return doc !== undefined && seq >= doc.base && seq < doc.base + doc.size
+    ? doc.start + (seq - doc.base)
+    : -1;
 }

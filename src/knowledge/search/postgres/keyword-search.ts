@@ -37,6 +37,8 @@ const CHUNK_IDS_KEPT = 100_000;
 export interface KeywordRanking {
   /** The best chunks by BM25, best first (ties by seq). */
   top: ScoredSeq[];
+  /** The BM25 of the chunks asked for besides (`rank`'s `also`) that match. */
+  also: ScoredSeq[];
   /** The largest BM25 a chunk could score for these words (bm25.ts maxBm25). */
   max: number;
   /** The keyword generation of the statistics and postings used (-1: no statistics row). */
@@ -68,7 +70,8 @@ export class KeywordSearch {
    * largest BM25 a chunk could score for these words (bm25.ts maxBm25: every word, also one in no
    * chunk, with its idf), as the SQLite store computes it. With `fromMemory`, a search whose
    * statistics and lexemes are all held is answered without a statement, at the generation they
-   * were read at: the caller must check that the database is still at it.
+   * were read at: the caller must check that the database is still at it. `also`: seqs of chunks
+   * whose BM25 is wanted whatever their rank.
    */
   async rank(
     client: PoolClient,
@@ -76,19 +79,20 @@ export class KeywordSearch {
     filter: SearchFilter,
     limit: number,
     fromMemory: boolean,
+    also: readonly number[] = [],
   ): Promise<KeywordRanking> {
     const words = groups.flat();
     const terms =
       (fromMemory ? this.held(words) : undefined) ?? (await this.read(client, words, filter));
-    if (terms === null) return { top: [], max: 0, generation: -1 };
+    if (terms === null) return { top: [], also: [], max: 0, generation: -1 };
     const { generation, stats } = terms;
-    if (stats.chunks === 0) return { top: [], max: 0, generation };
+    if (stats.chunks === 0) return { top: [], also: [], max: 0, generation };
     const max = maxBm25(terms.words.map((w) => idf(stats.chunks, w.df)));
     // A generation lower than one seen: a database restored under this process (seqs reused).
     if (generation < this.highestGeneration) this.idsBySeq.clear();
     this.highestGeneration = generation;
     // As on SQLite, where the project filter compares the documents' project_id.
-    if (filter.projectId === '' || limit <= 0) return { top: [], max, generation };
+    if (filter.projectId === '' || limit <= 0) return { top: [], also: [], max, generation };
     // The groups as lexemes (a lexeme in no chunk: its group matches and scores nothing).
     let at = 0;
     const lexemeGroups: QueryLexeme[][] = [];
@@ -97,8 +101,16 @@ export class KeywordSearch {
       if (lexemes.every((r) => r.df > 0)) lexemeGroups.push(lexemes);
     }
     const avgdl = stats.tokens / stats.chunks;
-    const top = this.scorer.top(lexemeGroups, terms.rowsOf, filter, stats.chunks, avgdl, limit);
-    return { top, max, generation };
+    const scored = this.scorer.top(
+      lexemeGroups,
+      terms.rowsOf,
+      filter,
+      stats.chunks,
+      avgdl,
+      limit,
+      also,
+    );
+    return { ...scored, max, generation };
   }
 
   /** Forgets what is held (the database was found at another generation than a search used). */

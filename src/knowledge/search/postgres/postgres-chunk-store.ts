@@ -385,11 +385,35 @@ export class PostgresChunkStore implements ChunkStore {
     const filter = await this.scope(client, request.filter);
     // No document matches the filter: nothing to rank.
     if (filter.documentIds?.length === 0) return [];
+    const table =
+      vector === null ? null : await this.vectors.table(client, model, vector.length, false);
+    // A hybrid search takes the `limit` nearest chunks (the answer's own length of them, as
+    // `fusedTop`, rank as nearest) and also scores them by their keywords: those that hold a query
+    // word join the keyword candidates with their BM25 (as on SQLite, sqlite-chunk-store.ts).
+    const hybrid = words.length > 0 && vector !== null && table !== null;
+    const depth = vectorDepth(request);
+    const nearest =
+      vector === null || table === null
+        ? []
+        : await this.vectors.search(
+            client,
+            table,
+            vector,
+            filter,
+            hybrid ? Math.max(depth, limit) : depth,
+          );
+    const semantic = nearest.slice(0, depth).map((n) => ({ chunkId: n.chunkId, score: n.score }));
     let keyword: Candidate[] = [];
     let keywordMax = 0;
     if (words.length > 0) {
+      const nearestBySeq = new Map<number, string>();
+      for (const n of hybrid ? nearest.slice(0, limit) : []) {
+        if (n.seq !== null) nearestBySeq.set(n.seq, n.chunkId);
+      }
       // Read in this snapshot (not from memory): the ranking needs no check afterwards.
-      const ranked = await this.keyword.rank(client, words, filter, limit, false);
+      const ranked = await this.keyword.rank(client, words, filter, limit, false, [
+        ...nearestBySeq.keys(),
+      ]);
       const ids = await this.keyword.chunkIds(
         client,
         ranked.top.map((t) => t.seq),
@@ -398,24 +422,21 @@ export class PostgresChunkStore implements ChunkStore {
         const chunkId = ids.get(t.seq);
         return chunkId === undefined ? [] : [{ chunkId, score: t.score }];
       });
+      const known = new Set(keyword.map((k) => k.chunkId));
+      for (const { seq, score } of ranked.also) {
+        const chunkId = nearestBySeq.get(seq);
+        if (chunkId !== undefined && !known.has(chunkId)) keyword.push({ chunkId, score });
+      }
       keywordMax = ranked.max;
     }
-    const table =
-      vector === null ? null : await this.vectors.table(client, model, vector.length, false);
-    // A hybrid answer needs only its own length of nearest chunks (`fusedTop`, chunk-store.ts).
-    const semantic =
-      vector === null || table === null
-        ? []
-        : await this.vectors.search(client, table, vector, filter, vectorDepth(request));
-    const cosine =
-      vector === null || table === null
-        ? new Map<string, number>()
-        : await this.vectors.similarities(
-            client,
-            table,
-            vector,
-            keyword.map((k) => k.chunkId),
-          );
+    // The nearest chunks' cosines are known; the keyword candidates' are read.
+    const cosine = new Map(nearest.map((n) => [n.chunkId, n.score]));
+    const unknown = keyword.filter((k) => !cosine.has(k.chunkId)).map((k) => k.chunkId);
+    if (vector !== null && table !== null && unknown.length > 0) {
+      for (const [id, c] of await this.vectors.similarities(client, table, vector, unknown)) {
+        cosine.set(id, c);
+      }
+    }
     const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
     return inRankOrder(
       top,

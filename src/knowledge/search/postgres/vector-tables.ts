@@ -33,6 +33,23 @@ function similarity(distance: number): number {
 }
 
 /**
+ * A nearest chunk, and the seq of its keyword row (null without one): a hybrid search scores it
+ * by its keywords too (postgres-chunk-store.ts), and needs no statement of its own to find it.
+ */
+export interface NearestChunk extends Candidate {
+  seq: number | null;
+}
+
+/** The seq of the keyword row of the chunk a nearest-chunk row names (`chunk_id`). */
+const SEQ_OF = `(select f.seq::float8 from knowledge_chunks_fts f where f.chunk_id = s.chunk_id)`;
+
+const nearestOf = (r: { chunkId: string; distance: number; seq: number | null }): NearestChunk => ({
+  chunkId: r.chunkId,
+  score: similarity(r.distance),
+  seq: r.seq,
+});
+
+/**
  * `and …` conditions of the scope filters on a vector table `v`, parameters appended. With
  * `indexable` false they are written so that no B-tree index can serve them (`(…) is true`),
  * which leaves the planner the HNSW index as the only ordered path.
@@ -221,7 +238,7 @@ export class VectorTables {
     vector: Float32Array,
     filter: SearchFilter,
     limit: number,
-  ): Promise<Candidate[]> {
+  ): Promise<NearestChunk[]> {
     let exact = !hasGraph(table.dimensions);
     let inScope = 0;
     if (!exact) {
@@ -248,17 +265,20 @@ export class VectorTables {
     // Exact: every chunk in scope, through a B-tree index on the filter (a narrow scope), or all
     // of them; and the fallback of `nearest`.
     const params: unknown[] = [vectorBinary(vector), limit];
-    const { rows } = await client.query<{ chunkId: string; distance: number }>(
+    const { rows } = await client.query<{ chunkId: string; distance: number; seq: number | null }>(
       `with scoped as materialized (
          select v.chunk_id, v.embedding <=> $1::vector as distance
          from ${table.name} v join knowledge_documents d on d.id = v.document_id
          where ${SEARCHABLE}${vectorScope(filter, params)}
+       ), nearest as (
+         select chunk_id, distance from scoped
+         where distance <> 'NaN' order by distance, chunk_id limit $2
        )
-       select chunk_id as "chunkId", distance from scoped
-       where distance <> 'NaN' order by distance, chunk_id limit $2`,
+       select s.chunk_id as "chunkId", s.distance, ${SEQ_OF} as seq from nearest s
+       order by s.distance, s.chunk_id`,
       params,
     );
-    return rows.map((r) => ({ chunkId: r.chunkId, score: similarity(r.distance) }));
+    return rows.map(nearestOf);
   }
 
   /**
@@ -278,7 +298,7 @@ export class VectorTables {
     filter: SearchFilter,
     limit: number,
     inScope: number,
-  ): Promise<Candidate[] | null> {
+  ): Promise<NearestChunk[] | null> {
     const fetch = limit + 32;
     const params: unknown[] = [
       vectorBinary(vector),
@@ -293,9 +313,10 @@ export class VectorTables {
     const { rows } = await client.query<{
       chunkId: string;
       distance: number;
+      seq: number | null;
       searchable: boolean;
     }>(
-      `select s.chunk_id as "chunkId", s.distance, ${SEARCHABLE} as searchable
+      `select s.chunk_id as "chunkId", s.distance, ${SEQ_OF} as seq, ${SEARCHABLE} as searchable
        from (
          select v.chunk_id, v.document_id, v.embedding <=> $1::vector as distance
          from ${table.name} v
@@ -310,7 +331,7 @@ export class VectorTables {
     if (scope !== '') await client.query('set local enable_seqscan = on');
     const kept = rows.filter((r) => r.searchable && !Number.isNaN(r.distance));
     if (kept.length < limit && (rows.length === fetch || inScope > rows.length)) return null;
-    return kept.slice(0, limit).map((r) => ({ chunkId: r.chunkId, score: similarity(r.distance) }));
+    return kept.slice(0, limit).map(nearestOf);
   }
 
   /** The cosine similarity of each given chunk that has a vector in the table. */

@@ -126,6 +126,24 @@ export class ChunkIds {
     return true;
   }
 
+  /** The first of `rows` that holds `id`, or -1 (the id is packed once, not per row). */
+  find(rows: readonly number[], id: string): number {
+    const wanted = this.scratch;
+    if (!pack(id, wanted, 0)) {
+      for (const r of rows) if (this.kinds[r] === OTHER && this.others.get(r) === id) return r;
+      return -1;
+    }
+    const b = this.bytes;
+    for (const r of rows) {
+      if (this.kinds[r] !== PACKED) continue;
+      const at = r * 16;
+      let i = 0;
+      while (i < 16 && b[at + i] === wanted[i]) i++;
+      if (i === 16) return r;
+    }
+    return -1;
+  }
+
   /** idHash of row `r`'s id (0 for none), without making its string. */
   hashAt(r: number): number {
     const kind = this.kinds[r];

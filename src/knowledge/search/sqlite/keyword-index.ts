@@ -17,7 +17,7 @@ import { idf as idfOf, B, K1, maxBm25 } from '../bm25.js';
 import type { DocumentCandidate, IndexScope } from '../chunk-store.js';
 import { maxScoreSearch, type MaxScoreIndex } from './keyword-maxscore.js';
 import { KeywordStore, type KeywordState } from './keyword-store.js';
-import { PostingSkips, SKIP_EVERY } from './posting-skips.js';
+import { PostingSkips, SkipCursor, SKIP_EVERY } from './posting-skips.js';
 import { TopK } from './top-k.js';
 
 export type { KeywordRow, KeywordState } from './keyword-store.js';
@@ -197,6 +197,75 @@ export class KeywordIndex extends KeywordStore {
       documentId: this.documentIds[this.documentOf[row] ?? 0] ?? '',
       score,
     }));
+  }
+
+  /**
+   * The BM25 of some chunks for the query groups (as `search` takes them), by chunk id, each the
+   * very number `search` would give it: those holding the query's words (a chunk not in the index,
+   * deleted, or matching nothing is left out; `place`: where among its document's rows it likely
+   * is). A hybrid search scores its nearest chunks so (sqlite-chunk-store.ts): a few jumps per
+   * word through the skip entries, no list walked.
+   */
+  scoresOf(
+    groups: readonly (readonly number[])[],
+    chunks: readonly { chunkId: string; documentId: string; place?: number }[],
+  ): Map<string, number> {
+    const scores = new Map<string, number>();
+    const n = this.size;
+    const found: { row: number; chunkId: string }[] = [];
+    for (const { chunkId, documentId, place } of chunks) {
+      const document = this.documentNumbers.get(documentId);
+      const rows = document === undefined ? undefined : this.rowsOfDocument.get(document);
+      // The row at the hinted place among the document's, if it holds the chunk; else searched.
+      const hinted = place === undefined ? undefined : rows?.[place];
+      const row =
+        rows === undefined
+          ? -1
+          : hinted !== undefined && this.chunkIds.equals(hinted, chunkId)
+            ? hinted
+            : this.chunkIds.find(rows, chunkId);
+      if (row >= 0 && this.alive[row] === 1) found.push({ row, chunkId });
+    }
+    if (n === 0 || found.length === 0) return scores;
+    found.sort((a, b) => a.row - b.row);
+    // Each word's doubled count in each row found (0: not there), rows ascending.
+    const { bytes, start, used } = this.lists;
+    const counts = new Map<number, Int32Array>();
+    for (const id of new Set(groups.flat())) {
+      if (this.matching(id) === 0) continue;
+      const skips = this.skips.of(this.lists, id, this.lengths);
+      const cursor = new SkipCursor(bytes, start[id] as number, used[id] as number, skips);
+      counts.set(
+        id,
+        Int32Array.from(found, ({ row }) => {
+          cursor.seek(row);
+          return cursor.row === row ? cursor.doubled : 0;
+        }),
+      );
+    }
+    const avgdl = this.tokens / n;
+    for (const [k, { row, chunkId }] of found.entries()) {
+      // Summed as the searches sum them: words in query order, a group's terms first on their own.
+      const d = this.lengths[row] as number;
+      let score = 0;
+      for (const group of groups) {
+        let partial = 0;
+        let complete = true;
+        for (const id of group) {
+          const doubled = counts.get(id)?.[k] ?? 0;
+          if (doubled === 0) {
+            complete = false;
+            break;
+          }
+          const f = doubled / 2;
+          const idf = idfOf(n, this.matching(id));
+          partial = partial + idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
+        }
+        if (complete) score = score + partial;
+      }
+      if (score > 0) scores.set(chunkId, score);
+    }
+    return scores;
   }
 
   /** What the document-at-a-time search reads (keyword-maxscore.ts). */

@@ -16,9 +16,9 @@
  * search add them: the same numbers, bit for bit, and the same top k (ties by row).
  */
 import { idf as idfOf, B, K1 } from '../bm25.js';
-import { END, PostingCursor } from './keyword-postings.js';
+import { END } from './keyword-postings.js';
 import type { PostingLists } from './posting-lists.js';
-import type { PostingSkips, Skips } from './posting-skips.js';
+import { SkipCursor, type PostingSkips } from './posting-skips.js';
 import { TopK } from './top-k.js';
 
 /**
@@ -45,53 +45,6 @@ export interface MaxScoreScope {
   project: number;
   allowed: Uint8Array | null;
   avgdl: number;
-}
-
-/** A position in one lexeme's list that jumps through the list's skip entries. */
-class Cursor extends PostingCursor {
-  private entry = 0;
-
-  constructor(
-    bytes: Uint8Array,
-    private readonly start: number,
-    used: number,
-    private readonly skips: Skips | null,
-  ) {
-    super(bytes, start, start + used);
-    this.next();
-  }
-
-  /** Moves to the first posting at or after `target`, jumping through the skip entries. */
-  seek(target: number): void {
-    if (this.row >= target) return;
-    const skips = this.skips;
-    if (skips !== null) {
-      // The last entry before `target`: galloping from the last jump's (targets only rise, and
-      // are mostly in the same or a near block), then a binary search.
-      const before = skips.before;
-      const last = skips.entries - 1;
-      let lo = this.entry;
-      let step = 1;
-      while (lo + step <= last && (before[lo + step] as number) < target) {
-        lo += step;
-        step *= 2;
-      }
-      let hi = Math.min(last, lo + step - 1);
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if ((before[mid] as number) < target) lo = mid;
-        else hi = mid - 1;
-      }
-      this.entry = lo;
-      const at = this.start + (skips.offsets[lo] as number);
-      if (at > this.at) {
-        this.at = at;
-        this.row = skips.before[lo] as number;
-        this.next();
-      }
-    }
-    while (this.row < target) this.next();
-  }
 }
 
 /**
@@ -126,7 +79,8 @@ export function maxScoreSearch(
   const top = new TopK(limit);
   if (m === 0) return top;
   const cursors = distinct.map(
-    (t) => new Cursor(lists.bytes, lists.start[t.id] as number, lists.used[t.id] as number, t.list),
+    (t) =>
+      new SkipCursor(lists.bytes, lists.start[t.id] as number, lists.used[t.id] as number, t.list),
   );
   const idfs = Float64Array.from(distinct, (t) => t.idf);
   const times = Int32Array.from(distinct, (t) => t.times);
@@ -146,7 +100,7 @@ export function maxScoreSearch(
   let essential = 0;
   for (;;) {
     let row = END;
-    for (let i = essential; i < m; i++) row = Math.min(row, (cursors[i] as Cursor).row);
+    for (let i = essential; i < m; i++) row = Math.min(row, (cursors[i] as SkipCursor).row);
     if (row === END) break;
     const skip =
       alive[row] !== 1 ||
@@ -155,7 +109,7 @@ export function maxScoreSearch(
     const norm = K1 * (1 - B + (B * (lengths[row] as number)) / avgdl);
     let partial = 0;
     for (let i = essential; i < m; i++) {
-      const cursor = cursors[i] as Cursor;
+      const cursor = cursors[i] as SkipCursor;
       if (cursor.row === row) {
         doubled[i] = cursor.doubled;
         if (!skip) partial += (times[i] as number) * term(i, cursor.doubled / 2, norm);
@@ -170,7 +124,7 @@ export function maxScoreSearch(
         reachable = false;
         break;
       }
-      const cursor = cursors[i] as Cursor;
+      const cursor = cursors[i] as SkipCursor;
       cursor.seek(row);
       doubled[i] = cursor.row === row ? cursor.doubled : 0;
       if (doubled[i] !== 0)

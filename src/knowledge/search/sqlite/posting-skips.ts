@@ -230,3 +230,50 @@ function ascending(
   }
   return true;
 }
+
+/** A position in one lexeme's list that jumps through the list's skip entries. */
+export class SkipCursor extends PostingCursor {
+  private entry = 0;
+
+  constructor(
+    bytes: Uint8Array,
+    private readonly start: number,
+    used: number,
+    private readonly skips: Skips | null,
+  ) {
+    super(bytes, start, start + used);
+    this.next();
+  }
+
+  /** Moves to the first posting at or after `target`, jumping through the skip entries. */
+  seek(target: number): void {
+    if (this.row >= target) return;
+    const skips = this.skips;
+    if (skips !== null) {
+      // The last entry before `target`: galloping from the last jump's (targets only rise, and
+      // are mostly in the same or a near block), then a binary search.
+      const before = skips.before;
+      const last = skips.entries - 1;
+      let lo = this.entry;
+      let step = 1;
+      while (lo + step <= last && (before[lo + step] as number) < target) {
+        lo += step;
+        step *= 2;
+      }
+      let hi = Math.min(last, lo + step - 1);
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if ((before[mid] as number) < target) lo = mid;
+        else hi = mid - 1;
+      }
+      this.entry = lo;
+      const at = this.start + (skips.offsets[lo] as number);
+      if (at > this.at) {
+        this.at = at;
+        this.row = skips.before[lo] as number;
+        this.next();
+      }
+    }
+    while (this.row < target) this.next();
+  }
+}

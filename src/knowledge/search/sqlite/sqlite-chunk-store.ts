@@ -23,13 +23,12 @@ import {
 } from '../chunk-store.js';
 import { registerSqliteFilter, sqliteFilterSql, toSqlite } from '../../filter/sql.js';
 import { fusedEvidence, nearestContenders, type BoundedNearest } from '../fused-cosines.js';
-import { queryWordGroups } from '../query-terms.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
 import { sharedLexer } from './fts5-lexer.js';
-import { buildFtsQuery, FTS5_BM25 } from './fts-query.js';
 import type { SnapshotOptions } from './index-snapshots.js';
 import { prereadFile } from './file-preread.js';
 import { IndexLoader } from './index-loader.js';
+import { KeywordQueries } from './keyword-queries.js';
 import { CURRENT, SearchIndexes } from './search-indexes.js';
 import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { statementCache, type Statements } from './statements.js';
@@ -58,26 +57,13 @@ export interface SqliteChunkStoreOptions {
 export const SEARCHABLE_OF = `select d.id from knowledge_documents d
   where d.id in (select value from json_each(?)) and +${SEARCHABLE}`;
 
-/** `and …` conditions for the scope (documents `d`, chunks `c`). */
-function scopeSql(scope: IndexScope, params: unknown[]): string {
-  let where = '';
-  if (scope.projectId !== undefined) {
-    where += ' and d.project_id = ?';
-    params.push(scope.projectId);
-  }
-  if (scope.documents !== undefined) {
-    where += ' and c.document_id in (select value from json_each(?))';
-    params.push(JSON.stringify([...scope.documents]));
-  }
-  return where;
-}
-
 export class SqliteChunkStore implements ChunkStore {
   private readonly statement: Statements;
   private readonly tables: VectorTables;
   private readonly indexes: SearchIndexes;
   private readonly writes: SqliteChunkWrites;
   private readonly loader: IndexLoader;
+  private readonly keywords: KeywordQueries;
   /** The start-up load of the indexes while it runs: searches wait for it. */
   private loading: Promise<void> | undefined;
   /** The pre-read of the database file, once started (file-preread.ts); aborted on close. */
@@ -93,6 +79,7 @@ export class SqliteChunkStore implements ChunkStore {
     this.tables = new VectorTables(db);
     this.indexes = new SearchIndexes(this.statement, options.vectors);
     this.loader = new IndexLoader(this.indexes, options.snapshots ?? null);
+    this.keywords = new KeywordQueries(this.indexes, this.statement);
     this.writes = new SqliteChunkWrites(db, this.statement, this.tables, this.indexes);
     this.prereadLog = options.preread?.log ?? null;
   }
@@ -217,38 +204,55 @@ export class SqliteChunkStore implements ChunkStore {
         // the graph looks less far (ann-graph.ts) — asked ahead so, asked again in full if no
         // keyword matched after all (the vector order is then the answer's).
         const depth = vectorDepth(request);
+        const top = request.fusedTop;
         // Fetched at first: a margin for chunks of unsearchable documents, except when fused
-        // (they are rare, and a fused search reads only the exact cosines its depth can use).
-        const fetch = text === null ? depth + 32 : depth;
+        // (they are rare, and a fused search reads only the exact cosines its depth can use). A
+        // fused search also scores the `limit` nearest chunks by their keywords (`nearestMatches`).
+        const fetch =
+          text === null ? depth + 32 : top === undefined ? depth : Math.max(depth, limit);
         if (vector !== null) vectors?.prefetch(vector, filter, fetch, text !== null);
         const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
-        const keywordMax = text === null ? 0 : this.keywordMax(text);
+        const keywordMax = text === null ? 0 : this.keywords.max(text);
         if (vector === null || vectors === null) {
           return this.ranked({ keyword, semantic: [], cosine: new Map(), keywordMax }, rank);
         }
+        // Hybrid: the nearest chunks that hold a query word join the keyword candidates, with
+        // their BM25 (`nearestMatches`).
+        const near =
+          text === null || keyword.length === 0
+            ? null
+            : this.nearestBounds(vectors, vector, filter, fetch);
+        const candidates =
+          text === null || near === null
+            ? keyword
+            : keyword.concat(this.nearestMatches(text, keyword, near, limit));
         // Fused: only the cosines that can change the answer are read (fused-cosines.ts).
-        const top = request.fusedTop;
-        const score =
-          top === undefined || keyword.length === 0
-            ? undefined
-            : request.fusedScore?.(keyword, keywordMax);
-        if (top !== undefined && score !== undefined) {
-          const near = this.nearestBounds(vectors, vector, filter, depth);
+        if (top !== undefined && request.fusedScore !== undefined && near !== null) {
+          const score = request.fusedScore(candidates, keywordMax);
+          // The nearest chunks' bounds are known: only the other candidates' are computed.
+          const known = new Map(near.map((n) => [n.chunkId, n]));
           const cosines = {
-            bounds: (ids: readonly string[]) => vectors.cosineBounds(vector, ids),
+            bounds: (ids: readonly string[]) => {
+              const bounds = vectors.cosineBounds(
+                vector,
+                ids.filter((id) => !known.has(id)),
+              );
+              for (const id of ids) {
+                const n = known.get(id);
+                if (n !== undefined) bounds.set(id, { lower: n.lower, upper: n.upper });
+              }
+              return bounds;
+            },
             read: (ids: readonly string[]) => vectors.similarities(vector, ids),
           };
-          const evidence = fusedEvidence(keyword, near, cosines, score, top);
+          const contenders = nearestContenders(near, top);
+          const evidence = fusedEvidence(candidates, contenders, cosines, score, top);
           return this.ranked({ ...evidence, keywordMax }, rank);
         }
-        // The keyword candidates' cosines, before the vector search waits for the graph.
-        const cosine =
-          keyword.length === 0
-            ? new Map<string, number>()
-            : vectors.similarities(
-                vector,
-                keyword.map((k) => k.chunkId),
-              );
+        const cosine = vectors.similarities(
+          vector,
+          candidates.map((k) => k.chunkId),
+        );
         const semantic = this.vectorSearch(
           vectors,
           vector,
@@ -257,7 +261,7 @@ export class SqliteChunkStore implements ChunkStore {
           fetch,
           keyword.length > 0,
         );
-        return this.ranked({ keyword, semantic, cosine, keywordMax }, rank);
+        return this.ranked({ keyword: candidates, semantic, cosine, keywordMax }, rank);
       })
       .deferred();
   }
@@ -303,39 +307,33 @@ export class SqliteChunkStore implements ChunkStore {
 
   /** Keyword candidates by BM25, within the scope (public for the tests that compare with FTS5). */
   keywordSearch(query: string, filter: IndexScope, limit: number): Candidate[] {
-    const groups = queryWordGroups(query);
-    if (groups.length === 0) return [];
-    const words = sharedLexer().tokenize(groups.flat());
-    // A word FTS5 cuts in several tokens (or none) is a phrase query: FTS5 answers it.
-    if (words.every((w) => w.length === 1)) {
-      let at = 0;
-      return this.keywordInProcess(
-        groups.map((g) => g.map(() => words[at++]?.[0] ?? -1)),
-        filter,
-        limit,
-      );
-    }
-    const params: unknown[] = [buildFtsQuery(query)];
-    const scope = scopeSql(filter, params);
-    params.push(limit);
-    return this.statement(
-      `select f.chunk_id as chunkId, -${FTS5_BM25} as score
-       from knowledge_chunks_fts f
-       join knowledge_chunks c on c.id = f.chunk_id
-       join knowledge_documents d on d.id = c.document_id
-       where knowledge_chunks_fts match ? and ${SEARCHABLE} and ${CURRENT}${scope}
-       order by ${FTS5_BM25} limit ?`,
-    ).all(...params) as Candidate[];
+    const lexemes = this.keywords.lexemes(query);
+    if (lexemes === 'phrase') return this.keywords.phraseSearch(query, filter, limit);
+    return lexemes.length === 0 ? [] : this.keywordInProcess(lexemes, filter, limit);
   }
 
-  /** The query's largest attainable BM25 (Evidence.keywordMax), from the in-process index. */
-  private keywordMax(query: string): number {
-    const words = queryWordGroups(query).flat();
-    if (words.length === 0) return 0;
-    const lexemes = sharedLexer()
-      .tokenize(words)
-      .flatMap((p) => Array.from(p));
-    return this.indexes.keywordIndex().maxScore(lexemes);
+  /**
+   * The `limit` nearest chunks (by their int8 cosine, among `near`) that hold a query word and are
+   * not keyword candidates already, with their BM25 as the keyword search scores it: a chunk close
+   * in meaning that also matches, but below the keyword candidates' depth, is fused with both
+   * (README "Thirteenth pass").
+   */
+  private nearestMatches(
+    query: string,
+    keyword: readonly Candidate[],
+    near: readonly BoundedNearest[],
+    limit: number,
+  ): Candidate[] {
+    const known = new Set(keyword.map((k) => k.chunkId));
+    const nearest = near
+      .filter((n) => !known.has(n.chunkId))
+      .sort((a, b) => b.lower + b.upper - (a.lower + a.upper))
+      .slice(0, limit);
+    const scores = this.keywords.scoresOf(query, nearest);
+    return nearest.flatMap((n) => {
+      const score = scores.get(n.chunkId);
+      return score === undefined ? [] : [{ chunkId: n.chunkId, score }];
+    });
   }
 
   /**
@@ -387,8 +385,8 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   /**
-   * A fused search's nearest chunks before their cosines are read: the searchable ones that can be
-   * among the `depth` nearest.
+   * A fused search's nearest chunks before their cosines are read: the searchable ones of those
+   * the index looks at for the `depth` nearest (with bounds of their cosines, in no order).
    */
   private nearestBounds(
     index: VectorIndex,
@@ -396,10 +394,9 @@ export class SqliteChunkStore implements ChunkStore {
     filter: IndexScope,
     depth: number,
   ): BoundedNearest[] {
-    const kept = this.searchableResults(depth, depth, (fetch) =>
+    return this.searchableResults(depth, depth, (fetch) =>
       index.nearestBounds(vector, filter, fetch, true),
     );
-    return nearestContenders(kept, depth);
   }
 
   /**

@@ -146,6 +146,7 @@ export class VectorIndex extends VectorStore {
       documentId: this.documents.id(this.documentOf[r] ?? 0),
       lower: lower[i] as number,
       upper: upper[i] as number,
+      place: this.rowsOf.get(this.documentOf[r] ?? 0)?.indexOf(r) ?? -1,
     }));
   }
 

@@ -1,0 +1,93 @@
+/**
+ * The keyword side of a search on SQLite, from the query's text: its words as the in-process
+ * index's lexemes (keyword-index.ts), or FTS5 itself for a phrase query (a word FTS5 cuts in
+ * several tokens); its largest attainable BM25; and the BM25 of chosen chunks (a hybrid search's
+ * nearest ones, sqlite-chunk-store.ts). The scores are FTS5's either way.
+ */
+import { SEARCHABLE, type Candidate, type IndexScope } from '../chunk-store.js';
+import { queryWordGroups } from '../query-terms.js';
+import { sharedLexer } from './fts5-lexer.js';
+import { buildFtsQuery, FTS5_BM25 } from './fts-query.js';
+import { CURRENT, type SearchIndexes } from './search-indexes.js';
+import type { Statements } from './statements.js';
+
+/** `and …` conditions for the scope (documents `d`, chunks `c`). */
+function scopeSql(scope: IndexScope, params: unknown[]): string {
+  let where = '';
+  if (scope.projectId !== undefined) {
+    where += ' and d.project_id = ?';
+    params.push(scope.projectId);
+  }
+  if (scope.documents !== undefined) {
+    where += ' and c.document_id in (select value from json_each(?))';
+    params.push(JSON.stringify([...scope.documents]));
+  }
+  return where;
+}
+
+export class KeywordQueries {
+  constructor(
+    private readonly indexes: SearchIndexes,
+    private readonly statement: Statements,
+  ) {}
+
+  /**
+   * The query's word groups as the in-process index's lexemes (one per word, -1 for a lexeme no
+   * text had); 'phrase' when a word is one FTS5 cuts in several tokens (or none): FTS5 answers it.
+   */
+  lexemes(query: string): number[][] | 'phrase' {
+    const groups = queryWordGroups(query);
+    const words = sharedLexer().tokenize(groups.flat());
+    if (!words.every((w) => w.length === 1)) return 'phrase';
+    let at = 0;
+    return groups.map((g) => g.map(() => words[at++]?.[0] ?? -1));
+  }
+
+  /** FTS5's best `limit` chunks for a phrase query, within the scope (searchable ones only). */
+  phraseSearch(query: string, filter: IndexScope, limit: number): Candidate[] {
+    const params: unknown[] = [buildFtsQuery(query)];
+    const scope = scopeSql(filter, params);
+    params.push(limit);
+    return this.statement(
+      `select f.chunk_id as chunkId, -${FTS5_BM25} as score
+       from knowledge_chunks_fts f
+       join knowledge_chunks c on c.id = f.chunk_id
+       join knowledge_documents d on d.id = c.document_id
+       where knowledge_chunks_fts match ? and ${SEARCHABLE} and ${CURRENT}${scope}
+       order by ${FTS5_BM25} limit ?`,
+    ).all(...params) as Candidate[];
+  }
+
+  /**
+   * The BM25 of the given chunks for the query, by chunk id, of those that hold its words: the
+   * number the keyword search gives each.
+   */
+  scoresOf(
+    query: string,
+    chunks: readonly { chunkId: string; documentId: string; place?: number }[],
+  ): Map<string, number> {
+    if (chunks.length === 0) return new Map();
+    const lexemes = this.lexemes(query);
+    if (lexemes !== 'phrase') return this.indexes.keywordIndex().scoresOf(lexemes, chunks);
+    const rows = this.statement(
+      `select chunk_id, -${FTS5_BM25} from knowledge_chunks_fts
+       where knowledge_chunks_fts match ? and chunk_id in (select value from json_each(?))`,
+    )
+      .raw()
+      .all(buildFtsQuery(query), JSON.stringify(chunks.map((c) => c.chunkId))) as [
+      string,
+      number,
+    ][];
+    return new Map(rows);
+  }
+
+  /** The query's largest attainable BM25 (Evidence.keywordMax), from the in-process index. */
+  max(query: string): number {
+    const words = queryWordGroups(query).flat();
+    if (words.length === 0) return 0;
+    const lexemes = sharedLexer()
+      .tokenize(words)
+      .flatMap((p) => Array.from(p));
+    return this.indexes.keywordIndex().maxScore(lexemes);
+  }
+}
