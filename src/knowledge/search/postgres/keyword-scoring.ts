@@ -234,14 +234,7 @@ export class KeywordScorer {
     }
     const seqOf = (slot: number): number => {
       // The document whose slots hold `slot` (documents in slot order).
-      let lo = 0;
-      let hi = documents.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if ((documents[mid]?.start ?? 0) <= slot) lo = mid;
-        else hi = mid - 1;
-      }
-      const doc = documents[lo];
+      const doc = lastAtMost(documents, (d) => d.start, slot);
       return doc === undefined ? 0 : doc.base + (slot - doc.start);
     };
     const top = topK(scores, touched.slots, touched.count, seqOf, limit);
@@ -256,16 +249,28 @@ export class KeywordScorer {
   }
 }
 
-/** The slot of a seq among the documents' slots (sorted by base), -1 when none holds it. */
-function slotOf(byBase: readonly DocumentSlots[], seq: number): number {
+/**
+ * The last of the documents (ascending by `key`) whose key is at most `value`, by binary search;
+ * the first one when none is.
+ */
+function lastAtMost(
+  documents: readonly DocumentSlots[],
+  key: (d: DocumentSlots) => number,
+  value: number,
+): DocumentSlots | undefined {
   let lo = 0;
-  let hi = byBase.length - 1;
+  let hi = documents.length - 1;
   while (lo < hi) {
     const mid = (lo + hi + 1) >> 1;
-    if ((byBase[mid]?.base ?? 0) <= seq) lo = mid;
+    if (key(documents[mid] as DocumentSlots) <= value) lo = mid;
     else hi = mid - 1;
   }
-  const doc = byBase[lo];
+  return documents[lo];
+}
+
+/** The slot of a seq among the documents' slots (sorted by base), -1 when none holds it. */
+function slotOf(byBase: readonly DocumentSlots[], seq: number): number {
+  const doc = lastAtMost(byBase, (d) => d.base, seq);
   return doc !== undefined && seq >= doc.base && seq < doc.base + doc.size
     ? doc.start + (seq - doc.base)
     : -1;
