@@ -401,6 +401,7 @@ export class PostgresChunkStore implements ChunkStore {
             vector,
             filter,
             hybrid ? Math.max(depth, limit) : depth,
+            hybrid,
           );
     const semantic = nearest.slice(0, depth).map((n) => ({ chunkId: n.chunkId, score: n.score }));
     let keyword: Candidate[] = [];

@@ -33,8 +33,9 @@ function similarity(distance: number): number {
 }
 
 /**
- * A nearest chunk, and the seq of its keyword row (null without one): a hybrid search scores it
- * by its keywords too (postgres-chunk-store.ts), and needs no statement of its own to find it.
+ * A nearest chunk, and the seq of its keyword row when asked for (null otherwise, or without one):
+ * a hybrid search scores it by its keywords too (postgres-chunk-store.ts), and needs no statement
+ * of its own to find it.
  */
 export interface NearestChunk extends Candidate {
   seq: number | null;
@@ -231,13 +232,17 @@ export class VectorTables {
     );
   }
 
-  /** The `limit` nearest chunks of searchable documents in scope, by cosine similarity. */
+  /**
+   * The `limit` nearest chunks of searchable documents in scope, by cosine similarity; with
+   * `seqs`, each with its keyword row's seq (a hybrid search scores them by their keywords too).
+   */
   async search(
     client: PoolClient,
     table: VectorTable,
     vector: Float32Array,
     filter: SearchFilter,
     limit: number,
+    seqs = false,
   ): Promise<NearestChunk[]> {
     let exact = !hasGraph(table.dimensions);
     let inScope = 0;
@@ -259,7 +264,7 @@ export class VectorTables {
     }
     if (!exact) {
       const graph = await this.recentred(client, table);
-      const ranked = await this.nearest(client, graph, vector, filter, limit, inScope);
+      const ranked = await this.nearest(client, graph, vector, filter, limit, inScope, seqs);
       if (ranked !== null) return ranked;
     }
     // Exact: every chunk in scope, through a B-tree index on the filter (a narrow scope), or all
@@ -274,7 +279,7 @@ export class VectorTables {
          select chunk_id, distance from scoped
          where distance <> 'NaN' order by distance, chunk_id limit $2
        )
-       select s.chunk_id as "chunkId", s.distance, ${SEQ_OF} as seq from nearest s
+       select s.chunk_id as "chunkId", s.distance, ${seqs ? SEQ_OF : 'null'} as seq from nearest s
        order by s.distance, s.chunk_id`,
       params,
     );
@@ -298,6 +303,7 @@ export class VectorTables {
     filter: SearchFilter,
     limit: number,
     inScope: number,
+    seqs: boolean,
   ): Promise<NearestChunk[] | null> {
     const fetch = limit + 32;
     const params: unknown[] = [
@@ -316,7 +322,8 @@ export class VectorTables {
       seq: number | null;
       searchable: boolean;
     }>(
-      `select s.chunk_id as "chunkId", s.distance, ${SEQ_OF} as seq, ${SEARCHABLE} as searchable
+      `select s.chunk_id as "chunkId", s.distance, ${seqs ? SEQ_OF : 'null'} as seq,
+         ${SEARCHABLE} as searchable
        from (
          select v.chunk_id, v.document_id, v.embedding <=> $1::vector as distance
          from ${table.name} v

@@ -228,20 +228,19 @@ export class KeywordIndex extends KeywordStore {
     }
     if (n === 0 || found.length === 0) return scores;
     found.sort((a, b) => a.row - b.row);
-    // Each word's doubled count in each row found (0: not there), rows ascending.
+    // Each word's idf, and its doubled count in each row found (0: not there), rows ascending.
     const { bytes, start, used } = this.lists;
-    const counts = new Map<number, Int32Array>();
+    const words = new Map<number, { idf: number; counts: Int32Array }>();
     for (const id of new Set(groups.flat())) {
-      if (this.matching(id) === 0) continue;
+      const hits = this.matching(id);
+      if (hits === 0) continue;
       const skips = this.skips.of(this.lists, id, this.lengths);
       const cursor = new SkipCursor(bytes, start[id] as number, used[id] as number, skips);
-      counts.set(
-        id,
-        Int32Array.from(found, ({ row }) => {
-          cursor.seek(row);
-          return cursor.row === row ? cursor.doubled : 0;
-        }),
-      );
+      const counts = Int32Array.from(found, ({ row }) => {
+        cursor.seek(row);
+        return cursor.row === row ? cursor.doubled : 0;
+      });
+      words.set(id, { idf: idfOf(n, hits), counts });
     }
     const avgdl = this.tokens / n;
     for (const [k, { row, chunkId }] of found.entries()) {
@@ -252,14 +251,14 @@ export class KeywordIndex extends KeywordStore {
         let partial = 0;
         let complete = true;
         for (const id of group) {
-          const doubled = counts.get(id)?.[k] ?? 0;
-          if (doubled === 0) {
+          const word = words.get(id);
+          const doubled = word?.counts[k] ?? 0;
+          if (word === undefined || doubled === 0) {
             complete = false;
             break;
           }
           const f = doubled / 2;
-          const idf = idfOf(n, this.matching(id));
-          partial = partial + idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
+          partial = partial + word.idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * d) / avgdl)));
         }
         if (complete) score = score + partial;
       }

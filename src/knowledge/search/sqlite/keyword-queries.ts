@@ -25,27 +25,34 @@ function scopeSql(scope: IndexScope, params: unknown[]): string {
   return where;
 }
 
+/**
+ * A query's text and its word groups as the in-process index's lexemes (one per word, -1 for a
+ * lexeme no text had); 'phrase' when a word is one FTS5 cuts in several tokens (or none): FTS5
+ * answers it. Parsed once per search.
+ */
+export interface KeywordQuery {
+  text: string;
+  lexemes: number[][] | 'phrase';
+}
+
 export class KeywordQueries {
   constructor(
     private readonly indexes: SearchIndexes,
     private readonly statement: Statements,
   ) {}
 
-  /**
-   * The query's word groups as the in-process index's lexemes (one per word, -1 for a lexeme no
-   * text had); 'phrase' when a word is one FTS5 cuts in several tokens (or none): FTS5 answers it.
-   */
-  lexemes(query: string): number[][] | 'phrase' {
-    const groups = queryWordGroups(query);
+  /** The query's text as the index's lexemes (`KeywordQuery`). */
+  parse(text: string): KeywordQuery {
+    const groups = queryWordGroups(text);
     const words = sharedLexer().tokenize(groups.flat());
-    if (!words.every((w) => w.length === 1)) return 'phrase';
+    if (!words.every((w) => w.length === 1)) return { text, lexemes: 'phrase' };
     let at = 0;
-    return groups.map((g) => g.map(() => words[at++]?.[0] ?? -1));
+    return { text, lexemes: groups.map((g) => g.map(() => words[at++]?.[0] ?? -1)) };
   }
 
   /** FTS5's best `limit` chunks for a phrase query, within the scope (searchable ones only). */
-  phraseSearch(query: string, filter: IndexScope, limit: number): Candidate[] {
-    const params: unknown[] = [buildFtsQuery(query)];
+  phraseSearch(query: KeywordQuery, filter: IndexScope, limit: number): Candidate[] {
+    const params: unknown[] = [buildFtsQuery(query.text)];
     const scope = scopeSql(filter, params);
     params.push(limit);
     return this.statement(
@@ -63,18 +70,18 @@ export class KeywordQueries {
    * number the keyword search gives each.
    */
   scoresOf(
-    query: string,
+    query: KeywordQuery,
     chunks: readonly { chunkId: string; documentId: string; place?: number }[],
   ): Map<string, number> {
     if (chunks.length === 0) return new Map();
-    const lexemes = this.lexemes(query);
+    const { lexemes } = query;
     if (lexemes !== 'phrase') return this.indexes.keywordIndex().scoresOf(lexemes, chunks);
     const rows = this.statement(
       `select chunk_id, -${FTS5_BM25} from knowledge_chunks_fts
        where knowledge_chunks_fts match ? and chunk_id in (select value from json_each(?))`,
     )
       .raw()
-      .all(buildFtsQuery(query), JSON.stringify(chunks.map((c) => c.chunkId))) as [
+      .all(buildFtsQuery(query.text), JSON.stringify(chunks.map((c) => c.chunkId))) as [
       string,
       number,
     ][];

@@ -28,7 +28,7 @@ import { sharedLexer } from './fts5-lexer.js';
 import type { SnapshotOptions } from './index-snapshots.js';
 import { prereadFile } from './file-preread.js';
 import { IndexLoader } from './index-loader.js';
-import { KeywordQueries } from './keyword-queries.js';
+import { KeywordQueries, type KeywordQuery } from './keyword-queries.js';
 import { CURRENT, SearchIndexes } from './search-indexes.js';
 import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { statementCache, type Statements } from './statements.js';
@@ -211,7 +211,8 @@ export class SqliteChunkStore implements ChunkStore {
         const fetch =
           text === null ? depth + 32 : top === undefined ? depth : Math.max(depth, limit);
         if (vector !== null) vectors?.prefetch(vector, filter, fetch, text !== null);
-        const keyword = text === null || empty ? [] : this.keywordSearch(text, filter, limit);
+        const query = text === null ? null : this.keywords.parse(text);
+        const keyword = query === null || empty ? [] : this.keywordCandidates(query, filter, limit);
         const keywordMax = text === null ? 0 : this.keywords.max(text);
         if (vector === null || vectors === null) {
           return this.ranked({ keyword, semantic: [], cosine: new Map(), keywordMax }, rank);
@@ -219,13 +220,13 @@ export class SqliteChunkStore implements ChunkStore {
         // Hybrid: the nearest chunks that hold a query word join the keyword candidates, with
         // their BM25 (`nearestMatches`).
         const near =
-          text === null || keyword.length === 0
+          query === null || keyword.length === 0
             ? null
             : this.nearestBounds(vectors, vector, filter, fetch);
         const candidates =
-          text === null || near === null
+          query === null || near === null
             ? keyword
-            : keyword.concat(this.nearestMatches(text, keyword, near, limit));
+            : keyword.concat(this.nearestMatches(query, keyword, near, limit));
         // Fused: only the cosines that can change the answer are read (fused-cosines.ts).
         if (top !== undefined && request.fusedScore !== undefined && near !== null) {
           const score = request.fusedScore(candidates, keywordMax);
@@ -306,8 +307,12 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   /** Keyword candidates by BM25, within the scope (public for the tests that compare with FTS5). */
-  keywordSearch(query: string, filter: IndexScope, limit: number): Candidate[] {
-    const lexemes = this.keywords.lexemes(query);
+  keywordSearch(text: string, filter: IndexScope, limit: number): Candidate[] {
+    return this.keywordCandidates(this.keywords.parse(text), filter, limit);
+  }
+
+  private keywordCandidates(query: KeywordQuery, filter: IndexScope, limit: number): Candidate[] {
+    const { lexemes } = query;
     if (lexemes === 'phrase') return this.keywords.phraseSearch(query, filter, limit);
     return lexemes.length === 0 ? [] : this.keywordInProcess(lexemes, filter, limit);
   }
@@ -319,7 +324,7 @@ export class SqliteChunkStore implements ChunkStore {
    * (README "Thirteenth pass").
    */
   private nearestMatches(
-    query: string,
+    query: KeywordQuery,
     keyword: readonly Candidate[],
     near: readonly BoundedNearest[],
     limit: number,
