@@ -33,6 +33,8 @@ function scopeSql(scope: IndexScope, params: unknown[]): string {
 export interface KeywordQuery {
   text: string;
   lexemes: number[][] | 'phrase';
+  /** Every token of its words, a word FTS5 cuts in several with all of them (for `max`). */
+  tokens: number[];
 }
 
 export class KeywordQueries {
@@ -45,9 +47,10 @@ export class KeywordQueries {
   parse(text: string): KeywordQuery {
     const groups = queryWordGroups(text);
     const words = sharedLexer().tokenize(groups.flat());
-    if (!words.every((w) => w.length === 1)) return { text, lexemes: 'phrase' };
+    const tokens = words.flatMap((w) => Array.from(w));
+    if (!words.every((w) => w.length === 1)) return { text, lexemes: 'phrase', tokens };
     let at = 0;
-    return { text, lexemes: groups.map((g) => g.map(() => words[at++]?.[0] ?? -1)) };
+    return { text, lexemes: groups.map((g) => g.map(() => words[at++]?.[0] ?? -1)), tokens };
   }
 
   /** FTS5's best `limit` chunks for a phrase query, within the scope (searchable ones only). */
@@ -89,12 +92,7 @@ export class KeywordQueries {
   }
 
   /** The query's largest attainable BM25 (Evidence.keywordMax), from the in-process index. */
-  max(query: string): number {
-    const words = queryWordGroups(query).flat();
-    if (words.length === 0) return 0;
-    const lexemes = sharedLexer()
-      .tokenize(words)
-      .flatMap((p) => Array.from(p));
-    return this.indexes.keywordIndex().maxScore(lexemes);
+  max(query: KeywordQuery): number {
+    return query.tokens.length === 0 ? 0 : this.indexes.keywordIndex().maxScore(query.tokens);
   }
 }

@@ -213,7 +213,7 @@ export class SqliteChunkStore implements ChunkStore {
         if (vector !== null) vectors?.prefetch(vector, filter, fetch, text !== null);
         const query = text === null ? null : this.keywords.parse(text);
         const keyword = query === null || empty ? [] : this.keywordCandidates(query, filter, limit);
-        const keywordMax = text === null ? 0 : this.keywords.max(text);
+        const keywordMax = query === null ? 0 : this.keywords.max(query);
         if (vector === null || vectors === null) {
           return this.ranked({ keyword, semantic: [], cosine: new Map(), keywordMax }, rank);
         }
