@@ -186,6 +186,8 @@ export async function createKnowledgeModule(
   }
 
   const search = { started: false, loaded: false, loading: false };
+  /** Set by close(): what fails from then on was stopped, not broken. */
+  let closing = false;
   async function warmSearch(): Promise<void> {
     const start = performance.now();
     search.loading = true;
@@ -225,8 +227,10 @@ export async function createKnowledgeModule(
       if (searchInBackground) void warmSearch();
       else await warmSearch();
       // Loads (on the very first start, builds) the embedding model in the background.
+      // A shutdown during the load ends it: that is no failure of the model.
       embedder.ready().catch((error: unknown) => {
-        log.error({ err: error }, 'the embedding model could not be loaded');
+        if (closing) log.debug({ err: error }, 'the embedding model stopped loading: closing');
+        else log.error({ err: error }, 'the embedding model could not be loaded');
       });
     },
     searchReady() {
@@ -235,6 +239,7 @@ export async function createKnowledgeModule(
     },
     converter,
     async close() {
+      closing = true;
       await documents.close();
       await events.close();
       await Promise.all([embedder.close(), converter.close(), store.close?.()]);
