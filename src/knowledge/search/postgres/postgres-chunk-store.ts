@@ -313,9 +313,15 @@ export class PostgresChunkStore implements ChunkStore {
     await this.graphs.settled();
   }
 
+  /** Resolves when the size estimates searches asked for have arrived (tests, benchmarks). */
+  settled(): Promise<void> {
+    return this.vectors.sizes.settled();
+  }
+
   /** Cancels a graph build in progress (the next start builds it again). */
-  close(): Promise<void> {
-    return this.graphs.close();
+  async close(): Promise<void> {
+    await this.graphs.close();
+    await this.vectors.sizes.settled();
   }
 
   async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
@@ -328,7 +334,8 @@ export class PostgresChunkStore implements ChunkStore {
     // One snapshot for the evidence and the rows: no commit lands in between.
     let begin = 'begin isolation level repeatable read read only';
     if (vector !== null) {
-      begin += this.vectors.searchSettings(await this.vectors.loadFeatures(), limit);
+      const features = await this.vectors.loadFeatures();
+      begin += this.vectors.searchSettings(features, limit, request.model, vector.length);
     }
     return this.transaction(begin, (client) => this.snapshotSearch(client, words, request, rank));
   }

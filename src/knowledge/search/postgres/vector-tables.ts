@@ -7,6 +7,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { SEARCHABLE, vectorTableName, type Candidate, type SearchFilter } from '../chunk-store.js';
 import { vectorArrayBinary, vectorBinary } from './encoding.js';
+import { efSearchFor, TableSizes } from './table-sizes.js';
 import { graphOrder, graphQuery, hasGraph, parseCentre, type VectorTable } from './vector-graph.js';
 
 /** Advisory-lock class of vector-table creation ("aps" in ASCII, as the migration lock). */
@@ -18,14 +19,6 @@ const LOCK_CLASS = 0x617073;
  * table gets its graph when it holds more (vector-graph.ts).
  */
 export const EXACT_SEARCH_MAX = 10_000;
-
-/**
- * HNSW beam width (`hnsw.ef_search`) at least. Measured on 100k GloVe-SIF vectors (m 16,
- * ef_construction 64, not centred): recall@10 vs exact 0.50 at 40, 0.79 at 200, 0.88 at 400,
- * 0.94 at 1000. The store's centred graph (m 32, ef_construction 128) reaches more: issue 13's
- * curves in the README (`npm run bench:pg-hnsw`).
- */
-const HNSW_EF_SEARCH = 400;
 
 /** A cosine similarity from a cosine distance; a zero vector (NaN) has none, as on SQLite. */
 function similarity(distance: number): number {
@@ -78,6 +71,9 @@ function vectorScope(filter: SearchFilter, params: unknown[], indexable = true):
  */
 const CENTRE = `to_jsonb(t) ->> 'centre'`;
 
+/** The key of a (model, dimensions) in the cache of tables. */
+const tableKey = (model: string, dimensions: number) => `${model}\u0000${dimensions}`;
+
 interface Features {
   /** pgvector 0.8+: `hnsw.iterative_scan` keeps scanning until the filters leave enough rows. */
   iterativeScan: boolean;
@@ -87,12 +83,16 @@ interface Features {
 export class VectorTables {
   private readonly tables = new Map<string, VectorTable>();
   private features: Promise<Features> | null = null;
+  /** Each table's rows as PostgreSQL estimates them: the beam, and whether to count a scope. */
+  readonly sizes: TableSizes;
 
   constructor(
     private readonly pool: Pool,
     /** Scopes of up to this many chunks are searched exactly. */
     private readonly exactSearchMax = EXACT_SEARCH_MAX,
-  ) {}
+  ) {
+    this.sizes = new TableSizes(pool);
+  }
 
   /** What the installed pgvector offers, asked once (again after `forget`). */
   loadFeatures(): Promise<Features> {
@@ -118,12 +118,16 @@ export class VectorTables {
   }
 
   /**
-   * The `set local` settings of a search transaction of `limit` nearest vectors: a much wider
-   * HNSW beam than the default 40 (recall over speed); with pgvector 0.8+ the scan goes on past
-   * filtered-out rows until `limit` pass (re-ordered by exact distance).
+   * The `set local` settings of a search transaction of `limit` nearest vectors of a (model,
+   * dimensions): an HNSW beam wider than the default 40, as wide as the table's size needs
+   * (`efSearchFor`: from the last estimate of a table searched before; the widest without one);
+   * with pgvector 0.8+ the scan goes on past filtered-out rows until `limit` pass (re-ordered by
+   * exact distance).
    */
-  searchSettings(features: Features, limit: number): string {
-    let settings = `; set local hnsw.ef_search = ${Math.min(1000, Math.max(HNSW_EF_SEARCH, 2 * limit))}`;
+  searchSettings(features: Features, limit: number, model: string, dimensions: number): string {
+    const table = this.tables.get(tableKey(model, dimensions));
+    const rows = table === undefined ? undefined : this.sizes.rows(table.name);
+    let settings = `; set local hnsw.ef_search = ${efSearchFor(rows, limit)}`;
     if (features.iterativeScan) {
       settings += '; set local hnsw.iterative_scan = relaxed_order';
       settings += `; set local hnsw.max_scan_tuples = ${Math.max(20_000, 200 * limit)}`;
@@ -138,7 +142,7 @@ export class VectorTables {
     dimensions: number,
     create: boolean,
   ): Promise<VectorTable | null> {
-    const key = `${model}\u0000${dimensions}`;
+    const key = tableKey(model, dimensions);
     const cached = this.tables.get(key);
     if (cached !== undefined) return cached;
     const find = async () =>
@@ -250,16 +254,23 @@ export class VectorTables {
       // How many chunks are in scope (the whole table without filters), counted up to the
       // threshold: a small scope or collection is searched exactly (recall 1, and fast). At least
       // past what the graph scan fetches: `nearest` tells a short answer from a small scope.
+      // Without filters, a table estimated past the threshold is not counted (a few ms of
+      // scanning): an estimate too high only sends a search down the graph, which falls back.
       const countParams: unknown[] = [];
-      const cap = Math.max(this.exactSearchMax, limit + 32) + 1;
-      const { rows } = await client.query<{ n: number }>(
-        `select count(*)::int as n from (
-           select 1 from ${table.name} v
-           where true${vectorScope(filter, countParams)} limit ${cap}
-         ) s`,
-        countParams,
-      );
-      inScope = rows[0]?.n ?? 0;
+      const scope = vectorScope(filter, countParams);
+      const estimate = this.sizes.rows(table.name);
+      if (scope === '' && estimate !== undefined && estimate > this.exactSearchMax) {
+        inScope = estimate;
+      } else {
+        const cap = Math.max(this.exactSearchMax, limit + 32) + 1;
+        const { rows } = await client.query<{ n: number }>(
+          `select count(*)::int as n from (
+             select 1 from ${table.name} v where true${scope} limit ${cap}
+           ) s`,
+          countParams,
+        );
+        inScope = rows[0]?.n ?? 0;
+      }
       exact = inScope <= this.exactSearchMax;
     }
     if (!exact) {
