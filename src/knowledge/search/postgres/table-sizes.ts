@@ -36,15 +36,8 @@ const EF_SEARCH_LIMIT = 1000;
  * (undefined: not known yet): the band's beam, and at least twice the rows fetched.
  */
 export function efSearchFor(rows: number | undefined, limit: number): number {
-  let beam = HNSW_EF_SEARCH_MAX_BAND;
-  if (rows !== undefined) {
-    for (const [upTo, efSearch] of EF_SEARCH_BANDS) {
-      if (rows <= upTo) {
-        beam = efSearch;
-        break;
-      }
-    }
-  }
+  const band = rows === undefined ? undefined : EF_SEARCH_BANDS.find(([upTo]) => rows <= upTo);
+  const beam = band?.[1] ?? HNSW_EF_SEARCH_MAX_BAND;
   return Math.min(EF_SEARCH_LIMIT, Math.max(beam, 2 * limit));
 }
 
