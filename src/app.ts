@@ -36,7 +36,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const schemas = new LazySchemas();
   const app = Fastify({
     loggerInstance: ctx.log,
-    logController: new RequestLog(ctx.log),
+    logController: new RequestLog(ctx.log, ctx.config.logRequests),
     childLoggerFactory: lazyChildLogger,
     bodyLimit: ctx.config.bodyLimitBytes,
     requestIdHeader: false,

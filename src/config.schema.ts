@@ -118,6 +118,11 @@ export const ENV_SCHEMA = Type.Object({
     'auto',
     '`auto`: one readable line per entry when the output is a terminal, JSON lines otherwise; `pretty` or `json` force one. Credentials are redacted in both.',
   ),
+  LOG_REQUESTS: oneOf(
+    ['notable', 'all'] as const,
+    'notable',
+    '`notable`: the line of a request that changes state (any method but GET, HEAD and OPTIONS), fails (status ≥ 400) or takes 1 s or more is written at `info`, the line of a quick successful read at `debug`; `all`: every request line at `info`.',
+  ),
   CORS_ORIGINS: Type.String({
     default: '',
     description: 'Comma-separated allowed browser origins; empty disables CORS; `*` allows any.',

@@ -41,6 +41,8 @@ export interface Config {
   bootstrapApiKey: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   logFormat: 'auto' | 'pretty' | 'json';
+  /** Which finished requests are logged at `info` (the others at `debug`): http/request-log.ts. */
+  logRequests: 'notable' | 'all';
   corsOrigins: string[];
   queue: {
     agentRunConcurrency: number;
@@ -242,6 +244,7 @@ export function loadConfig(
     bootstrapApiKey: e.BOOTSTRAP_API_KEY ?? null,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
+    logRequests: e.LOG_REQUESTS,
     corsOrigins: e.CORS_ORIGINS.split(',')
       .map((o) => o.trim())
       .filter((o) => o !== ''),

@@ -27,7 +27,10 @@ export interface RequestLineFields {
   responseTime: number;
 }
 
-export type RequestLineWriter = (fields: RequestLineFields) => void;
+/** The two levels a request line is written at (pino's numbers): request-log.ts chooses. */
+export type RequestLineLevel = 'info' | 'debug';
+
+export type RequestLineWriter = (fields: RequestLineFields, level: RequestLineLevel) => void;
 
 /** pino's symbols (its typings name fewer than it exports: `msgPrefixSym`). */
 const symbols = pino.symbols as unknown as Record<string, symbol>;
@@ -51,7 +54,7 @@ const nestedKeySym = symbol('nestedKeySym');
 /** The line's own keys: a serializer or stringifier of one would change what pino writes. */
 const KEYS = ['reqId', 'req', 'res', 'responseTime', 'msg'];
 
-const INFO = 30;
+const LEVEL_NUMBERS: Record<RequestLineLevel, number> = { info: 30, debug: 20 };
 const END = ',"msg":"request completed"}\n';
 
 /** pino's number: a non-finite one becomes null. */
@@ -109,9 +112,11 @@ export function lineWriter(logger: FastifyBaseLogger): RequestLineWriter | undef
   const stream = internals[streamSym] as { write?: unknown } | undefined;
   const formatters = internals[formattersSym] as { log?: unknown } | undefined;
   const hooks = internals[hooksSym] as { streamWrite?: unknown; logMethod?: unknown } | undefined;
-  const prefix = levels?.[INFO];
+  const info = levels?.[LEVEL_NUMBERS.info];
+  const debug = levels?.[LEVEL_NUMBERS.debug];
   const plain =
-    prefix !== undefined &&
+    info !== undefined &&
+    debug !== undefined &&
     typeof time === 'function' &&
     typeof internals[chindingsSym] === 'string' &&
     typeof stream?.write === 'function' &&
@@ -131,7 +136,8 @@ export function lineWriter(logger: FastifyBaseLogger): RequestLineWriter | undef
   const now = (time as () => string).bind(logger);
   const bindings = internals[chindingsSym] as string;
   const write = (stream.write as (line: string) => void).bind(stream);
-  return (fields) => {
-    write(prefix + now() + bindings + requestLineBody(fields));
+  const prefixes: Record<RequestLineLevel, string> = { info, debug };
+  return (fields, level) => {
+    write(prefixes[level] + now() + bindings + requestLineBody(fields));
   };
 }

@@ -1,15 +1,17 @@
 /**
- * Request logs through Fastify's own extension point (its `logController` option): one `info`
- * line per request when its response ends — method, url, client address, status, response time
- * in ms, and the request id (`reqId`) — and the "incoming request" line only at `debug`.
- * Fastify's default writes both lines at `info`, each serialising the whole request or reply; on
- * a small authenticated GET those two lines were among the largest costs of the request path
- * (issue 13). The line is built from named fields only (no header, so no credential, reaches it),
- * so it is written through a child of the root logger without redaction: pino's redaction of the
- * wildcard paths copies every logged object and cost ~10 µs per line. Lines with an error go
- * through `request.log`, redacted. `request.log` carries the route's `logLevel` (health polls
- * stay out of `info`: logger.ts), which decides whether the line is written.
- */
+ * Request logs through Fastify's own extension point (its `logController` option): one line per
+ * request when its response ends — method, url, client address, status, response time in ms, and
+ * the request id (`reqId`) — and the "incoming request" line only at `debug`. Which requests
+ * reach `info` is LOG_REQUESTS (`requestLineLevel`): by default those that change state, fail or
+ * are slow; a quick successful read (GET, HEAD, OPTIONS: the console's and agents' polls) is
+ * written at `debug`. Writing that line cost a fifth to a quarter of the server's CPU on a small
+ * authenticated GET (issue 13). Fastify's default writes both lines at `info`, each serialising
+ * the whole request or reply. The line is built from named fields only (no header, so no
+ * credential, reaches it), so it is written through a child of the root logger without
+ * redaction: pino's redaction of the wildcard paths copies every logged object and cost ~10 µs
+ * per line. Lines with an error go through `request.log`, redacted. `request.log` carries the
+ * route's `logLevel` (health polls stay out of `info`: logger.ts), which decides whether the
+ * line is written. */
 import {
   LogController,
   type FastifyBaseLogger,
@@ -18,14 +20,38 @@ import {
 } from 'fastify';
 import type { FastifyChildLoggerFactory } from 'fastify/types/logger.js';
 import { levels, type Bindings, type ChildLoggerOptions } from 'pino';
+import type { Config } from '../config.js';
 import {
   lineWriter,
   requestLineObject,
   type RequestLineFields,
+  type RequestLineLevel,
   type RequestLineWriter,
 } from './request-line.js';
 
-const INFO = levels.values.info ?? 30;
+/** A read that takes this long or longer is logged at `info` even when it succeeds. */
+export const SLOW_REQUEST_MS = 1000;
+/** The methods that only read (RFC 9110's safe methods the API answers). */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The level of a finished request's line: `info` for every request (`all`), else only for a
+ * request that changes state, fails (status ≥ 400) or is slow; a quick successful read is routine
+ * (`debug`).
+ */
+export function requestLineLevel(
+  mode: Config['logRequests'],
+  method: string,
+  statusCode: number,
+  responseTimeMs: number,
+): RequestLineLevel {
+  const routine =
+    mode === 'notable' &&
+    statusCode < 400 &&
+    SAFE_METHODS.has(method) &&
+    responseTimeMs < SLOW_REQUEST_MS;
+  return routine ? 'debug' : 'info';
+}
 
 export class RequestLog extends LogController {
   /** The root logger without redaction: for the request line, which holds no secret. */
@@ -33,7 +59,10 @@ export class RequestLog extends LogController {
   /** The line formatted in one pass (request-line.ts), when the logger is plain pino. */
   private readonly fast: RequestLineWriter | undefined;
 
-  constructor(root: FastifyBaseLogger) {
+  constructor(
+    root: FastifyBaseLogger,
+    private readonly mode: Config['logRequests'],
+  ) {
     super();
     this.lines = root.child({}, { redact: [] });
     this.fast = lineWriter(this.lines);
@@ -56,8 +85,11 @@ export class RequestLog extends LogController {
       );
       return;
     }
-    const level = levels.values[request.log.level]; // undefined: 'silent'
-    if (level === undefined || level > INFO) return;
+    const threshold = levels.values[request.log.level]; // undefined: 'silent'
+    if (threshold === undefined) return;
+    const responseTime = reply.elapsedTime;
+    const level = requestLineLevel(this.mode, request.method, reply.statusCode, responseTime);
+    if ((levels.values[level] ?? 0) < threshold) return;
     // The fields of Fastify's req and res serializers, and the reqId its request logger binds.
     const fields: RequestLineFields = {
       reqId: request.id,
@@ -68,10 +100,10 @@ export class RequestLog extends LogController {
       remoteAddress: request.ip,
       remotePort: request.socket.remotePort,
       statusCode: reply.statusCode,
-      responseTime: reply.elapsedTime,
+      responseTime,
     };
-    if (this.fast !== undefined) this.fast(fields);
-    else this.lines.info(requestLineObject(fields), 'request completed');
+    if (this.fast !== undefined) this.fast(fields, level);
+    else this.lines[level](requestLineObject(fields), 'request completed');
   }
 }
 

@@ -1,4 +1,7 @@
-/** Request logs: health polls stay out of `info`, other requests are logged. */
+/**
+ * Request logs: health polls and quick successful reads stay out of `info` (LOG_REQUESTS=notable,
+ * the default); requests that change state or fail are logged; LOG_REQUESTS=all logs every one.
+ */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers.js';
 
@@ -36,7 +39,7 @@ describe('request logs', () => {
 
 describe('a request line', () => {
   it('is one info line at the end: method, url, address, status, time, request id; no credentials', async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: { LOG_REQUESTS: 'all' } });
     const url = `${t.prefix}/knowledge/commands`;
     const res = await t.app.inject({
       method: 'GET',
@@ -60,7 +63,7 @@ describe('a request line', () => {
 
   it('at LOG_LEVEL=warn and silent no request line is written', async () => {
     for (const level of ['warn', 'silent']) {
-      t = await createTestApp({ env: { LOG_LEVEL: level } });
+      t = await createTestApp({ env: { LOG_LEVEL: level, LOG_REQUESTS: 'all' } });
       const res = await t.app.inject({
         method: 'GET',
         url: `${t.prefix}/knowledge/commands`,
@@ -86,6 +89,40 @@ describe('a request line', () => {
       .filter((l) => l.reqId === 'req-line-3');
     expect(lines.map((l) => l.code ?? l.msg)).toEqual(['AUTH_UNAUTHORIZED', 'request completed']);
     expect(t.logs.text).not.toContain('aps_not-a-key');
+  });
+
+  it('by default, a quick successful read is written at debug only; a request that changes state at info', async () => {
+    t = await createTestApp();
+    const headers = { authorization: `Bearer ${t.key}` };
+    const read = await t.app.inject({
+      method: 'GET',
+      url: `${t.prefix}/knowledge/commands`,
+      headers: { ...headers, 'x-request-id': 'req-read' },
+    });
+    expect(read.statusCode).toBe(200);
+    const change = await t.app.inject({
+      method: 'POST',
+      url: `${t.prefix}/auth/token`,
+      headers: { 'x-request-id': 'req-change' },
+      payload: { apiKey: t.key },
+    });
+    expect(change.statusCode).toBe(200);
+    const byId = (id: string) =>
+      t!.logs.lines
+        .map((l) => JSON.parse(l) as { reqId?: string; level: number; msg: string })
+        .filter((l) => l.reqId === id);
+    expect(byId('req-read')).toEqual([]);
+    expect(byId('req-change')).toMatchObject([{ level: 30, msg: 'request completed' }]);
+    expect(t.logs.text).not.toContain(t.key);
+    await t.close();
+
+    t = await createTestApp({ env: { LOG_LEVEL: 'debug' } });
+    await t.app.inject({
+      method: 'GET',
+      url: `${t.prefix}/knowledge/commands`,
+      headers: { authorization: `Bearer ${t.key}`, 'x-request-id': 'req-read' },
+    });
+    expect(byId('req-read').at(-1)).toMatchObject({ level: 20, msg: 'request completed' });
   });
 
   it('at debug, the incoming line comes first', async () => {

@@ -9,6 +9,7 @@ import {
   lineWriter,
   requestLineObject,
   type RequestLineFields,
+  type RequestLineLevel,
 } from '../../src/http/request-line.js';
 
 /** A pino logger writing into `lines`, as logger.ts makes it (redaction), and its bare child. */
@@ -20,13 +21,16 @@ function capture(options: LoggerOptions = {}): { logger: FastifyBaseLogger; line
       done();
     },
   });
-  const root = pino({ redact: { paths: ['apiKey'], censor: 'x' }, ...options }, stream);
+  const root = pino(
+    { level: 'debug', redact: { paths: ['apiKey'], censor: 'x' }, ...options },
+    stream,
+  );
   return { logger: root.child({}, { redact: [] }), lines };
 }
 
 /** The line as pino writes it (RequestLog without the fast writer). */
-function pinoLine(logger: FastifyBaseLogger, f: RequestLineFields): void {
-  logger.info(requestLineObject(f), 'request completed');
+function pinoLine(logger: FastifyBaseLogger, f: RequestLineFields, level: RequestLineLevel): void {
+  logger[level](requestLineObject(f), 'request completed');
 }
 
 const withoutTime = (line: string): unknown => {
@@ -49,15 +53,15 @@ const fields: fc.Arbitrary<RequestLineFields> = fc.record({
 });
 
 describe('the request line', () => {
-  it('equals pino’s line for the same fields (any text, missing parts, non-finite numbers)', async () => {
+  it('equals pino’s line for the same fields and level (any text, missing parts, non-finite numbers)', async () => {
     const { logger, lines } = capture();
     const write = lineWriter(logger);
     expect(write).toBeDefined();
     await fc.assert(
-      fc.asyncProperty(fields, async (f) => {
+      fc.asyncProperty(fields, fc.constantFrom<RequestLineLevel>('info', 'debug'), async (f, l) => {
         lines.length = 0;
-        pinoLine(logger, f);
-        write!(f);
+        pinoLine(logger, f, l);
+        write!(f, l);
         await new Promise((r) => setImmediate(r));
         expect(lines).toHaveLength(2);
         expect(lines[1]!.endsWith('}\n')).toBe(true);
@@ -69,7 +73,7 @@ describe('the request line', () => {
 
   it('carries the logger’s bindings and level prefix', () => {
     const { logger, lines } = capture({ base: { pid: 7, hostname: 'h', instance: 'a"b' } });
-    lineWriter(logger)!({
+    const line = {
       reqId: 'r1',
       method: 'GET',
       url: '/x?q="1"',
@@ -79,7 +83,10 @@ describe('the request line', () => {
       remotePort: 5000,
       statusCode: 200,
       responseTime: 1.5,
-    });
+    };
+    lineWriter(logger)!(line, 'info');
+    lineWriter(logger)!(line, 'debug');
+    expect(lines.map((l) => (JSON.parse(l) as { level: number }).level)).toEqual([30, 20]);
     expect(JSON.parse(lines[0]!)).toMatchObject({
       level: 30,
       pid: 7,
