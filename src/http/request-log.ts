@@ -11,7 +11,8 @@
  * redaction: pino's redaction of the wildcard paths copies every logged object and cost ~10 µs
  * per line. Lines with an error go through `request.log`, redacted. `request.log` carries the
  * route's `logLevel` (health polls stay out of `info`: logger.ts), which decides whether the
- * line is written. */
+ * line is written.
+ */
 import {
   LogController,
   type FastifyBaseLogger,
