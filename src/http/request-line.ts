@@ -27,7 +27,7 @@ export interface RequestLineFields {
   responseTime: number;
 }
 
-/** The two levels a request line is written at (pino's numbers): request-log.ts chooses. */
+/** The two levels a request line is written at: request-log.ts chooses. */
 export type RequestLineLevel = 'info' | 'debug';
 
 export type RequestLineWriter = (fields: RequestLineFields, level: RequestLineLevel) => void;
@@ -54,7 +54,8 @@ const nestedKeySym = symbol('nestedKeySym');
 /** The line's own keys: a serializer or stringifier of one would change what pino writes. */
 const KEYS = ['reqId', 'req', 'res', 'responseTime', 'msg'];
 
-const LEVEL_NUMBERS: Record<RequestLineLevel, number> = { info: 30, debug: 20 };
+/** pino's numbers of those levels. */
+export const LEVEL_NUMBERS: Record<RequestLineLevel, number> = { info: 30, debug: 20 };
 const END = ',"msg":"request completed"}\n';
 
 /** pino's number: a non-finite one becomes null. */

@@ -23,6 +23,7 @@ import type { FastifyChildLoggerFactory } from 'fastify/types/logger.js';
 import { levels, type Bindings, type ChildLoggerOptions } from 'pino';
 import type { Config } from '../config.js';
 import {
+  LEVEL_NUMBERS,
   lineWriter,
   requestLineObject,
   type RequestLineFields,
@@ -90,7 +91,7 @@ export class RequestLog extends LogController {
     if (threshold === undefined) return;
     const responseTime = reply.elapsedTime;
     const level = requestLineLevel(this.mode, request.method, reply.statusCode, responseTime);
-    if ((levels.values[level] ?? 0) < threshold) return;
+    if (LEVEL_NUMBERS[level] < threshold) return;
     // The fields of Fastify's req and res serializers, and the reqId its request logger binds.
     const fields: RequestLineFields = {
       reqId: request.id,
