@@ -51,5 +51,26 @@ describe('API key material', () => {
     expect(looksLikeJwt('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc')).toBe(true);
     expect(looksLikeJwt('eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0.')).toBe(true);
     expect(looksLikeJwt('not.a.jwt')).toBe(false);
+    expect(looksLikeJwt('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0')).toBe(false);
+    expect(looksLikeJwt('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc.def')).toBe(false);
+  });
+
+  it('calls a token JWT-shaped exactly when it starts with eyJ and has two dots', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.string(), (prefix, rest) => {
+        const token = prefix + rest;
+        const dots = token.split('.').length - 1;
+        expect(looksLikeJwt(token)).toBe(token.startsWith('eyJ') && dots === 2);
+      }),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('.', 'a', '_', '-', 'Z'), { maxLength: 12 }),
+        (chars) => {
+          const token = 'eyJ' + chars.join('');
+          expect(looksLikeJwt(token)).toBe(chars.filter((c) => c === '.').length === 2);
+        },
+      ),
+    );
   });
 });
