@@ -9,11 +9,16 @@
  * The route is GET {API_PREFIX}/knowledge/commands (level L2, no database work of its own): what
  * is measured is the server's own path — hooks, the guard, serialisation, logging. Credentials:
  * the raw key as `Authorization: Bearer`, and a JWT minted from it. `--before-cli` may be given
- * more than once (builds labelled `before 1`, `before 2`, … in that order). Each round measures the bare
- * server, then each build's key and JWT runs; the ratios are against the bare server of the same
- * round (the machine's load changes between rounds), and so is each server's CPU time per
- * request (from /proc: the figure a loaded machine distorts least). `--db postgres` runs the servers on
- * PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster), a fresh database per server.
+ * more than once (builds labelled `before 1`, `before 2`, … in that order).
+ *
+ * Every run has a fresh server, started for it, warmed up, measured and stopped: two servers of one
+ * build started together can differ by 20 µs a request for their whole life (issue 13, sixteenth
+ * pass), so servers kept across a run compare their start-up luck as much as their builds. A round
+ * runs each build's raw key and JWT, then the bare server; the ratios are against the bare server
+ * of the same round (the machine's load changes between rounds), and so is each server's CPU time
+ * per request (from /proc: the figure a loaded machine distorts least). The last table gives each
+ * target's median over the rounds. `--db postgres` runs the servers on PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster), a
+ * fresh database per server.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,6 +27,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';
+import { percentile } from './retrieval/metrics.js';
 import { startPostgres } from './retrieval/postgres.js';
 import {
   freePort,
@@ -48,6 +54,9 @@ const log = (line: string) => process.stderr.write(line + '\n');
 const PREFIX = '/api/v1';
 const ROUTE = `${PREFIX}/knowledge/commands`;
 const KEY = `aps_${'b'.repeat(43)}`;
+const WARM_UP_SECONDS = 2;
+/** The measured route's answer, in bytes: the bare server answers as many. */
+let bodyBytes = 0;
 
 const postgres = values.db === 'postgres' ? startPostgres(log) : undefined;
 if (values.db !== 'sqlite' && postgres === undefined) throw new Error(`unknown --db ${values.db}`);
@@ -124,6 +133,8 @@ interface Result {
 }
 
 async function measure(url: string, headers: Record<string, string>, pid: number): Promise<Result> {
+  // Warm-up (JIT, caches) of this fresh server, then the measured run.
+  await autocannon({ url, connections, duration: WARM_UP_SECONDS, headers });
   const cpuBefore = processCpu(pid).selfMs;
   const result = await autocannon({ url, connections, duration, headers });
   const cpuMs = processCpu(pid).selfMs - cpuBefore;
@@ -137,67 +148,83 @@ async function measure(url: string, headers: Record<string, string>, pid: number
   };
 }
 
-const builds: Build[] = [];
-let bare: { base: string; child: ChildProcess } | undefined;
+/** One measurement: a fresh server (and credential), its URL, and how to stop it. */
+interface Running {
+  url: string;
+  headers: Record<string, string>;
+  pid: number;
+  stop: () => Promise<void>;
+}
+
+async function running(cli: string, label: string, credential: 'key' | 'jwt'): Promise<Running> {
+  const b = await startBuild(label, cli);
+  bodyBytes = b.bodyBytes;
+  return {
+    url: `${b.server.base}${ROUTE}`,
+    headers: { authorization: `Bearer ${credential === 'key' ? KEY : b.jwt}` },
+    pid: b.server.child.pid ?? -1,
+    stop: b.cleanup,
+  };
+}
+
+async function runningBare(): Promise<Running> {
+  const bare = await startBare(bodyBytes);
+  return {
+    url: `${bare.base}/hello`,
+    headers: {},
+    pid: bare.child.pid ?? -1,
+    stop: async () => {
+      const exited = new Promise((r) => bare.child.once('exit', r));
+      bare.child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+const before = (values['before-cli'] ?? []).map((cli, i, all) => ({
+  label: all.length === 1 ? 'before' : `before ${i + 1}`,
+  cli: resolve(cli),
+}));
+const builds = [...before, { label: 'after', cli: resolve(import.meta.dirname, '../dist/cli.js') }];
+const targets: { name: string; start: () => Promise<Running> }[] = [];
+for (const b of builds) {
+  targets.push({ name: `${b.label}: raw key`, start: () => running(b.cli, b.label, 'key') });
+  targets.push({ name: `${b.label}: JWT`, start: () => running(b.cli, b.label, 'jwt') });
+}
+const BARE = 'bare Fastify 5';
+targets.push({ name: BARE, start: runningBare });
+
+const rows: { round: number; target: string; result: Result; ratio: number; cpuRatio: number }[] =
+  [];
 try {
-  const before = values['before-cli'] ?? [];
-  for (const [i, cli] of before.entries()) {
-    builds.push(await startBuild(before.length === 1 ? 'before' : `before ${i + 1}`, resolve(cli)));
-  }
-  builds.push(await startBuild('after', resolve(import.meta.dirname, '../dist/cli.js')));
-  const bodyBytes = builds[builds.length - 1]?.bodyBytes ?? 0;
-  bare = await startBare(bodyBytes);
-  log(`GET ${ROUTE}: ${bodyBytes} bytes of JSON; bare Fastify answers as many`);
-  const rows: {
-    round: number;
-    target: string;
-    result: Result;
-    ratio: number;
-    cpuRatio: number;
-  }[] = [];
   for (let round = 1; round <= rounds; round++) {
-    // Warm-up of every target (JIT, caches), then the measured runs.
-    const bareUrl = `${bare.base}/hello`;
-    const targets: { name: string; url: string; headers: Record<string, string>; pid: number }[] = [
-      { name: 'bare Fastify 5', url: bareUrl, headers: {}, pid: bare.child.pid ?? -1 },
-    ];
-    for (const b of builds) {
-      const url = `${b.server.base}${ROUTE}`;
-      const pid = b.server.child.pid ?? -1;
-      targets.push({
-        name: `${b.label}: raw key`,
-        url,
-        headers: { authorization: `Bearer ${KEY}` },
-        pid,
-      });
-      targets.push({
-        name: `${b.label}: JWT`,
-        url,
-        headers: { authorization: `Bearer ${b.jwt}` },
-        pid,
-      });
+    const results: { target: string; result: Result }[] = [];
+    // Each round starts one target later, so no target is always measured first, or always after
+    // the same one. The bare server answers as many bytes as the builds' route, measured at the
+    // first start (before any bare run).
+    const shift = (round - 1) % targets.length;
+    for (const t of [...targets.slice(shift), ...targets.slice(0, shift)]) {
+      const server = await t.start();
+      try {
+        const result = await measure(server.url, server.headers, server.pid);
+        results.push({ target: t.name, result });
+        log(
+          `round ${round} ${t.name}: ${Math.round(result.rps)} req/s, ${Math.round(result.cpuUs)} µs CPU/req, errors ${result.errors}`,
+        );
+      } finally {
+        await server.stop();
+      }
     }
-    let bareRps = 0;
-    let bareCpu = 0;
-    for (const t of targets) {
-      if (round === 1) {
-        await autocannon({ url: t.url, connections, duration: 1, headers: t.headers });
-      }
-      const result = await measure(t.url, t.headers, t.pid);
-      if (t.url === bareUrl) {
-        bareRps = result.rps;
-        bareCpu = result.cpuUs;
-      }
-      const ratio = bareRps === 0 ? 0 : result.rps / bareRps;
-      const cpuRatio = result.cpuUs === 0 ? 0 : bareCpu / result.cpuUs;
-      rows.push({ round, target: t.name, result, ratio, cpuRatio });
-      log(
-        `round ${round} ${t.name}: ${Math.round(result.rps)} req/s, ratio ${ratio.toFixed(2)}, ${Math.round(result.cpuUs)} µs CPU/req (bare/this ${cpuRatio.toFixed(2)}), errors ${result.errors}`,
-      );
+    // Ratios against this round's bare server (the machine's load changes between rounds).
+    const bare = results.find((r) => r.target === BARE)?.result;
+    for (const { target, result } of results) {
+      const ratio = bare === undefined || bare.rps === 0 ? 0 : result.rps / bare.rps;
+      const cpuRatio = bare === undefined || result.cpuUs === 0 ? 0 : bare.cpuUs / result.cpuUs;
+      rows.push({ round, target, result, ratio, cpuRatio });
     }
   }
   console.log(
-    `\nGET ${ROUTE} (${bodyBytes} bytes), ${connections} connections, ${duration} s per run, database ${values.db}, LOG_LEVEL ${values['log-level']}\n`,
+    `\nGET ${ROUTE} (${bodyBytes} bytes), ${connections} connections, ${duration} s per run, a fresh server per run, database ${values.db}, LOG_LEVEL ${values['log-level']}\n`,
   );
   console.log(
     '| round | target | req/s | p50 ms | p99 ms | errors | × bare | server CPU µs/req | bare CPU / this |',
@@ -208,8 +235,23 @@ try {
       `| ${r.round} | ${r.target} | ${Math.round(r.result.rps)} | ${r.result.p50} | ${r.result.p99} | ${r.result.errors} | ${r.ratio.toFixed(2)} | ${Math.round(r.result.cpuUs)} | ${r.cpuRatio.toFixed(2)} |`,
     );
   }
+  if (rounds > 1) {
+    const median = (xs: number[]) =>
+      percentile(
+        [...xs].sort((x, y) => x - y),
+        0.5,
+      );
+    console.log(`\nMedians over the ${rounds} rounds:\n`);
+    console.log('| target | × bare (lowest–highest) | server CPU µs/req |');
+    console.log('|---|---|---|');
+    for (const t of targets) {
+      const mine = rows.filter((r) => r.target === t.name);
+      const ratios = mine.map((r) => r.ratio);
+      console.log(
+        `| ${t.name} | ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | ${Math.round(median(mine.map((r) => r.result.cpuUs)))} |`,
+      );
+    }
+  }
 } finally {
-  bare?.child.kill('SIGTERM');
-  for (const b of builds) await b.cleanup();
   postgres?.stop();
 }
