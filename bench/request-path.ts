@@ -14,11 +14,12 @@
  * Every run has a fresh server, started for it, warmed up, measured and stopped: two servers of one
  * build started together can differ by 20 µs a request for their whole life (issue 13, sixteenth
  * pass), so servers kept across a run compare their start-up luck as much as their builds. A round
- * runs each build's raw key and JWT, then the bare server; the ratios are against the bare server
- * of the same round (the machine's load changes between rounds), and so is each server's CPU time
- * per request (from /proc: the figure a loaded machine distorts least). The last table gives each
- * target's median over the rounds. `--db postgres` runs the servers on PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster), a
- * fresh database per server.
+ * runs each build's raw key and JWT and the bare server, each round starting one target later.
+ * The ratios are against the bare server of the same round (the machine's load changes between
+ * rounds), and so is each server's CPU time per request (from /proc: the figure a loaded machine
+ * distorts least). The last table gives each target's median over the rounds. `--db postgres`
+ * runs the servers on PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster), a fresh database
+ * per server.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
