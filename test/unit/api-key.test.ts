@@ -57,8 +57,7 @@ describe('API key material', () => {
 
   it('calls a token JWT-shaped exactly when it starts with eyJ and has two dots', () => {
     fc.assert(
-      fc.property(fc.string(), fc.string(), (prefix, rest) => {
-        const token = prefix + rest;
+      fc.property(fc.string(), (token) => {
         const dots = token.split('.').length - 1;
         expect(looksLikeJwt(token)).toBe(token.startsWith('eyJ') && dots === 2);
       }),
