@@ -21,7 +21,7 @@
  * runs the servers on PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster), a fresh database
  * per server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -101,7 +101,7 @@ async function startBuild(label: string, cli: string): Promise<Build> {
   };
 }
 
-async function startBare(bodyBytes: number): Promise<{ base: string; child: ChildProcess }> {
+async function startBare(bodyBytes: number): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
@@ -114,7 +114,7 @@ async function startBare(bodyBytes: number): Promise<{ base: string; child: Chil
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     try {
-      if ((await fetch(`${base}/health`)).ok) return { base, child };
+      if ((await fetch(`${base}/health`)).ok) return { base, port, child };
     } catch {
       // not listening yet
     }
@@ -174,11 +174,7 @@ async function runningBare(): Promise<Running> {
     url: `${bare.base}/hello`,
     headers: {},
     pid: bare.child.pid ?? -1,
-    stop: async () => {
-      const exited = new Promise((r) => bare.child.once('exit', r));
-      bare.child.kill('SIGTERM');
-      await exited;
-    },
+    stop: () => stopServerProcess(bare),
   };
 }
 
