@@ -240,7 +240,7 @@ export const ENV_SCHEMA = Type.Object({
     maximum: 1000,
     default: 40,
     description:
-      'How deep a hybrid retrieval looks on each side (at least topK × 4): the best keyword matches, and the nearest chunks, which are scored by their keywords too (a nearest chunk holding a query word is fused with its BM25). Deeper comes closer to the fusion of every chunk and costs time on a large collection (1M chunks, topK 10, against that ideal top 10: 40 shared 96 % / 89 % of its places with text / paraphrase questions at the speed 100 had without the nearest chunks\' keywords (95 % / 89 %); 100 shared 99 % / 95 %, 17 % slower; README "Scale", thirteenth pass).',
+      "How deep a hybrid retrieval looks on each side (at least topK × 4): the best keyword matches, and the nearest chunks, which are scored by their keywords too (a nearest chunk holding a query word is fused with its BM25). Deeper comes closer to the fusion of every chunk and costs time on a large collection (1M chunks, topK 10, against that ideal top 10: 40 shared 96 % / 89 % of its places with text / paraphrase questions at the speed 100 had without the nearest chunks' keywords (95 % / 89 %); 100 shared 99 % / 95 %, 17 % slower; docs/performance.md, thirteenth pass).",
   }),
   KNOWLEDGE_CONVERTER_PATH: Type.Optional(
     Type.String({

@@ -136,7 +136,7 @@ export interface SearchRequest {
    * Candidates fetched from each index. A hybrid search (text and vector) also scores the `limit`
    * nearest chunks by their keywords: those that hold a query word join the keyword candidates
    * with their BM25, so a chunk close in meaning that matches below the keyword depth is fused
-   * with both (README "Scale", thirteenth pass).
+   * with both (docs/performance.md, thirteenth pass).
    */
   limit: number;
   /**

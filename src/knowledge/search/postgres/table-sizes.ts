@@ -18,9 +18,9 @@ export const HNSW_EF_SEARCH_MAX_BAND = 400;
 /**
  * The narrowest beam per table size (rows, up to and including) that keeps recall@10 against an
  * exact scan at 0.99 or more on the store's centred graph (m 32, ef_construction 128), measured
- * with `npm run bench:pg-hnsw -- --limit N --ef …` at the band's largest size (README, issue 13's
- * fifteenth pass): 0.990 at 50k, 0.993 at 100k, 0.991 at 300k. Larger tables keep 400 (0.995 at
- * 300k, 0.988 at 1M).
+ * with `npm run bench:pg-hnsw -- --limit N --ef …` at the band's largest size (docs/performance.md,
+ * issue 13's fifteenth pass): 0.990 at 50k, 0.993 at 100k, 0.991 at 300k. Larger tables keep 400
+ * (0.995 at 300k, 0.988 at 1M).
  */
 const EF_SEARCH_BANDS: readonly (readonly [rows: number, efSearch: number])[] = [
   [50_000, 100],

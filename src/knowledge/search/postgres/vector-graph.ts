@@ -4,10 +4,10 @@
  * The default model's vectors share a strong common direction, so in a graph over them most
  * links are near-ties and the beam misses true neighbours: recall@10 against exact 0.851 at 1M
  * chunks at the store's `ef_search` (400). Over the vectors minus their mean they spread over the
- * sphere (README, `npm run bench:pg-hnsw`). So a table's graph is an expression index over
- * `embedding − centre()` (`centreFunction`), the centre being the table's mean when the graph was
- * built; a search walks it with the query minus the centre and re-orders what it finds by the true
- * cosine, as the SQLite store's graph does (sqlite/ann-graph.ts). Any fixed centre keeps the
+ * sphere (docs/performance.md, `npm run bench:pg-hnsw`). So a table's graph is an expression index
+ * over `embedding − centre()` (`centreFunction`), the centre being the table's mean when the graph
+ * was built; a search walks it with the query minus the centre and re-orders what it finds by the
+ * true cosine, as the SQLite store's graph does (sqlite/ann-graph.ts). Any fixed centre keeps the
  * answers right (they are re-ranked); the mean is what spreads the vectors.
  *
  * Lifecycle: a table is made without a graph: up to `buildAt` chunks in scope a search is exact.

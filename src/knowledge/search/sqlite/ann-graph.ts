@@ -32,12 +32,12 @@ import { spawnWorkerModule } from '../../../worker-threads.js';
 import { SearchChannel, type GraphReply, type GraphRequest } from './ann-channel.js';
 
 /**
- * HNSW links per node and the candidate lists of a build and a search, for recall@10 ≥ 0.98
- * against the exact scan (issue 13). At 1M rows of the default model, bench:scale's text queries,
- * 132 candidates asked (`npm run bench:ann -- <1M> --text --limit 132 --lists …`, README
- * "Scale"): 16 links, 252 bytes a row, reach 0.968 with a list of 1024, 0.981 with 1536, 0.986
- * with 2048 and 0.991 with 2560 (+27 % time over 2048); 32 links, 380 bytes a row, 0.979 with 640
- * and 0.990 with 1024 (~10–12 ms), 130 MB more than the 1.2 GB the server may hold at 1M. At 100k
+ * HNSW links per node and the candidate lists of a build and a search, for recall@10 ≥ 0.98 against
+ * the exact scan (issue 13). At 1M rows of the default model, bench:scale's text queries, 132
+ * candidates asked (`npm run bench:ann -- <1M> --text --limit 132 --lists …`, docs/performance.md):
+ * 16 links, 252 bytes a row, reach 0.968 with a list of 1024, 0.981 with 1536, 0.986 with 2048
+ * and 0.991 with 2560 (+27 % time over 2048); 32 links, 380 bytes a row, 0.979 with 640 and 0.990
+ * with 1024 (~10–12 ms), 130 MB more than the 1.2 GB the server may hold at 1M. At 100k
  * (32 links): 320 gave 0.995.
  */
 const CONNECTIVITY = 16;
@@ -46,9 +46,9 @@ const EXPANSION_SEARCH = 2560;
 /**
  * The list of a hybrid search's vector candidates: they are fused with the keyword candidates,
  * whose cosines are exact whatever the graph finds, so the hybrid answer needs less of the graph.
- * At 1M rows (hybrid top 10 against the same server with the graph off, README "Scale"): 1024
- * kept 1.000 of bench:scale's text queries' answers and 0.989 of the paraphrase questions' (512:
- * 0.967, 2560: 0.996), ~20 % faster than 2560.
+ * At 1M rows (hybrid top 10 against the same server with the graph off, docs/performance.md):
+ * 1024 kept 1.000 of bench:scale's text queries' answers and 0.989 of the paraphrase questions'
+ * (512: 0.967, 2560: 0.996), ~20 % faster than 2560.
  */
 const FUSED_SEARCH_LIST = 1024;
 /** Rows sent to the worker per message while building, and at most in flight. */

@@ -321,7 +321,7 @@ export class SqliteChunkStore implements ChunkStore {
    * The `limit` nearest chunks (by their int8 cosine, among `near`) that hold a query word and are
    * not keyword candidates already, with their BM25 as the keyword search scores it: a chunk close
    * in meaning that also matches, but below the keyword candidates' depth, is fused with both
-   * (README "Thirteenth pass").
+   * (docs/performance.md, thirteenth pass).
    */
   private nearestMatches(
     query: KeywordQuery,
@@ -346,7 +346,7 @@ export class SqliteChunkStore implements ChunkStore {
    * documents (a failed re-index keeps its rows in the statistics, as FTS5 does); fetches deeper
    * while that left fewer than `limit`. Such chunks are rare, so the first search asks for
    * `limit` alone: a deeper top k lowers the pruning's floor (keyword-maxscore.ts), and asking
-   * 32 more cost every search ~9 % at 1M chunks (README "Ninth pass").
+   * 32 more cost every search ~9 % at 1M chunks (docs/performance.md, ninth pass).
    */
   private keywordInProcess(groups: number[][], filter: IndexScope, limit: number): Candidate[] {
     const index = this.indexes.keywordIndex();
