@@ -1,9 +1,12 @@
 /**
  * The README's tables must name every variable the config reads and every error code; the
- * architecture page must name files and folders that exist.
+ * architecture page must name files and folders that exist; a link between the pages must lead to
+ * a file and a heading that exist.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import GithubSlugger from 'github-slugger';
+import MarkdownIt from 'markdown-it';
 import { describe, expect, it } from 'vitest';
 import { ENV_SCHEMA } from '../../src/config.schema.js';
 import { ERROR_CATALOGUE } from '../../src/errors.js';
@@ -61,5 +64,48 @@ describe('docs/architecture.md', () => {
         `${path} is cited`,
       ).toBe(true);
     }
+  });
+});
+
+describe('links between the README and docs/', () => {
+  const root = resolve(import.meta.dirname, '../..');
+  const pages = ['README.md', 'docs/architecture.md', 'docs/performance.md'];
+  const markdown = new MarkdownIt();
+  const tokensOf = (page: string) => markdown.parse(readFileSync(join(root, page), 'utf8'), {});
+
+  /** The anchors GitHub gives a page's headings (text only, as rendered). */
+  function anchorsOf(page: string): string[] {
+    const slugger = new GithubSlugger();
+    const tokens = tokensOf(page);
+    return tokens.flatMap((token, i) => {
+      const inline = tokens[i + 1];
+      if (token.type !== 'heading_open' || inline === undefined) return [];
+      return [slugger.slug((inline.children ?? []).map((child) => child.content).join(''))];
+    });
+  }
+
+  /** The targets of a page's links, outside links left out. */
+  function linksOf(page: string): string[] {
+    return tokensOf(page)
+      .flatMap((token) => token.children ?? [])
+      .filter((child) => child.type === 'link_open')
+      .map((child) => String(child.attrGet('href') ?? ''))
+      .filter((href) => !/^[a-z]+:/i.test(href));
+  }
+
+  it('lead to files and headings that exist', () => {
+    let checked = 0;
+    for (const page of pages) {
+      for (const href of linksOf(page)) {
+        const [path = '', fragment] = href.split('#');
+        const target = path === '' ? page : join(dirname(page), path);
+        expect(existsSync(join(root, target)), `${page} links to ${href}`).toBe(true);
+        if (fragment !== undefined) {
+          expect(anchorsOf(target), `${page} links to ${href}`).toContain(fragment);
+        }
+        checked += 1;
+      }
+    }
+    expect(checked).toBeGreaterThan(5);
   });
 });
