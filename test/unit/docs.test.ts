@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { ENV_SCHEMA } from '../../src/config.schema.js';
 import { ERROR_CATALOGUE } from '../../src/errors.js';
 
-const readme = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'utf8');
+const root = resolve(import.meta.dirname, '../..');
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
 
 describe('README', () => {
   it('documents every configuration variable', () => {
@@ -27,7 +28,6 @@ describe('README', () => {
 });
 
 describe('docs/architecture.md', () => {
-  const root = resolve(import.meta.dirname, '../..');
   const page = readFileSync(join(root, 'docs/architecture.md'), 'utf8');
   /** Paths under `src/`, relative to it. */
   const sources = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' });
@@ -68,20 +68,24 @@ describe('docs/architecture.md', () => {
 });
 
 describe('links between the README and docs/', () => {
-  const root = resolve(import.meta.dirname, '../..');
   const pages = ['README.md', 'docs/architecture.md', 'docs/performance.md'];
   const markdown = new MarkdownIt();
   const tokensOf = (page: string) => markdown.parse(readFileSync(join(root, page), 'utf8'), {});
 
-  /** The anchors GitHub gives a page's headings (text only, as rendered). */
+  /** The anchors GitHub gives a page's headings (text only, as rendered), each page read once. */
+  const anchors = new Map<string, string[]>();
   function anchorsOf(page: string): string[] {
+    const known = anchors.get(page);
+    if (known !== undefined) return known;
     const slugger = new GithubSlugger();
     const tokens = tokensOf(page);
-    return tokens.flatMap((token, i) => {
+    const found = tokens.flatMap((token, i) => {
       const inline = tokens[i + 1];
       if (token.type !== 'heading_open' || inline === undefined) return [];
       return [slugger.slug((inline.children ?? []).map((child) => child.content).join(''))];
     });
+    anchors.set(page, found);
+    return found;
   }
 
   /** The targets of a page's links, outside links left out. */
