@@ -21,8 +21,8 @@ import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.js';
 import { createEmbeddingProvider } from '../src/knowledge/embeddings/index.js';
 import { statementCache } from '../src/knowledge/search/sqlite/statements.js';
-import { VectorIndex, type IndexRow } from '../src/knowledge/search/sqlite/vector-index.js';
-import { tableVectors } from '../src/knowledge/search/sqlite/vector-tables.js';
+import { VectorIndex, type IndexRow } from '../src/knowledge/search/sqlite/vector/vector-index.js';
+import { tableVectors } from '../src/knowledge/search/sqlite/vector/vector-tables.js';
 import { loadParaphrase } from './retrieval/paraphrase.js';
 import { rng, SentenceGenerator } from './retrieval/synthetic.js';
 

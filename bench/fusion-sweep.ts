@@ -25,7 +25,7 @@ import {
   DEFAULT_FUSION,
   fuse,
   type FusionOptions,
-} from '../src/knowledge/fusion.js';
+} from '../src/knowledge/retrieval/ranking.js';
 import type { Candidate, ChunkStore, Evidence } from '../src/knowledge/search/chunk-store.js';
 import { DEFAULT_EMBEDDING_CACHE, type Hit } from './retrieval/harness.js';
 import { meanMetrics, percentile, rankMetrics, type QueryMetrics } from './retrieval/metrics.js';

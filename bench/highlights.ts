@@ -10,9 +10,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { highlightRanges, queryLexemes } from '../src/knowledge/highlights.js';
+import { highlightRanges, queryLexemes } from '../src/knowledge/retrieval/highlights.js';
 import { segmentWords } from '../src/knowledge/search/segment.js';
-import { sharedLexer } from '../src/knowledge/search/sqlite/fts5-lexer.js';
+import { sharedLexer } from '../src/knowledge/search/sqlite/keyword/fts5-lexer.js';
 
 const { values } = parseArgs({
   options: { queries: { type: 'string', default: '300' }, top: { type: 'string', default: '10' } },

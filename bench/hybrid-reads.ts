@@ -40,8 +40,8 @@ type Modules = [
   typeof import('../src/config.js'),
   typeof import('../src/knowledge/embeddings/index.js'),
   typeof import('../src/knowledge/search/sqlite/sqlite-chunk-store.js'),
-  typeof import('../src/knowledge/fusion.js'),
-  typeof import('../src/knowledge/retrieval.service.js'),
+  typeof import('../src/knowledge/retrieval/ranking.js'),
+  typeof import('../src/knowledge/retrieval/retrieval.service.js'),
 ];
 const [
   { loadConfig },

@@ -12,7 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import { openSqlite } from '../src/db/sqlite.js';
-import type { KeywordIndex } from '../src/knowledge/search/sqlite/keyword-index.js';
+import type { KeywordIndex } from '../src/knowledge/search/sqlite/keyword/keyword-index.js';
 import { SqliteChunkStore } from '../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { latencySummary } from './retrieval/metrics.js';
 import { loadParaphrase } from './retrieval/paraphrase.js';

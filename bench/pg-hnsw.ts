@@ -31,8 +31,8 @@ import {
   GraphBuilds,
   HNSW_BUILD,
   parseCentre,
-} from '../src/knowledge/search/postgres/vector-graph.js';
-import { EXACT_SEARCH_MAX } from '../src/knowledge/search/postgres/vector-tables.js';
+} from '../src/knowledge/search/postgres/vector/vector-graph.js';
+import { EXACT_SEARCH_MAX } from '../src/knowledge/search/postgres/vector/vector-tables.js';
 import { hnswCurveOf, startPostgres } from './retrieval/postgres.js';
 import { loadParaphrase } from './retrieval/paraphrase.js';
 import { rng, SentenceGenerator } from './retrieval/synthetic.js';

@@ -53,7 +53,7 @@ import {
   scifactSet,
   type EvalSet,
 } from './retrieval/sets.js';
-import { buildFtsQuery, FTS5_BM25 } from '../src/knowledge/search/sqlite/fts-query.js';
+import { buildFtsQuery, FTS5_BM25 } from '../src/knowledge/search/sqlite/keyword/fts-query.js';
 import { SqliteChunkStore } from '../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { hnswCurve, hnswRecall, startPostgres, storeGraph } from './retrieval/postgres.js';
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';

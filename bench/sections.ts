@@ -25,8 +25,8 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { embeddingText } from '../src/knowledge/chunk-hashes.js';
-import type { Chunk, ChunkOptions } from '../src/knowledge/chunker.js';
+import { embeddingText } from '../src/knowledge/chunking/chunk-hashes.js';
+import type { Chunk, ChunkOptions } from '../src/knowledge/chunking/markdown-chunker.js';
 import { cosine, embedText } from '../src/knowledge/embeddings/static/embed.js';
 
 const { values, positionals } = parseArgs({
@@ -50,7 +50,7 @@ const src = resolve(values.src);
 const { convertFile } = (await import(`${src}/converter/convert-file.ts`)) as {
   convertFile: ConvertFile;
 };
-const { chunkMarkdown } = (await import(`${src}/knowledge/chunker.ts`)) as {
+const { chunkMarkdown } = (await import(`${src}/knowledge/chunking/markdown-chunker.ts`)) as {
   chunkMarkdown: ChunkMarkdown;
 };
 

@@ -10,7 +10,7 @@ import type { Config } from './config.js';
 import { openDatabase, type Database } from './db/database.js';
 import { MIGRATIONS } from './db/migrations/index.js';
 import { migrate, type Migration, type MigrationState } from './db/migrator.js';
-import { INDEX_JOB } from './knowledge/index-job.js';
+import { INDEX_JOB } from './knowledge/indexing/index-job.js';
 import { createKnowledgeModule, type KnowledgeModule } from './knowledge/knowledge.module.js';
 import type { EmbeddingProvider } from './knowledge/embeddings/provider.js';
 import { createLogger } from './logger.js';

@@ -16,8 +16,8 @@ import {
   graphQuery,
   parseCentre,
   type VectorTable,
-} from '../../src/knowledge/search/postgres/vector-graph.js';
-import { EXACT_SEARCH_MAX } from '../../src/knowledge/search/postgres/vector-tables.js';
+} from '../../src/knowledge/search/postgres/vector/vector-graph.js';
+import { EXACT_SEARCH_MAX } from '../../src/knowledge/search/postgres/vector/vector-tables.js';
 
 const CLUSTER = resolve(import.meta.dirname, '../../scripts/postgres/cluster.sh');
 

@@ -7,12 +7,12 @@
  *
  * A slot is held from `onRequest` until the response is finished or its connection closes (a
  * client that gives up frees its slot at once, whatever the handler is still doing). Admitted
- * requests then start in arrival order through `fairTurn()` (turns.ts), or at once when nobody
+ * requests then start in arrival order through `fairTurn()` (event-loop-turns.ts), or at once when nobody
  * waits and this turn of the event loop has budget left (`mayStartNow()`).
  */
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
-import { fairTurn, mayStartNow } from '../turns.js';
+import { fairTurn, mayStartNow } from '../event-loop-turns.js';
 
 export interface LoadSheddingOptions {
   /** Requests served at once; 0 turns shedding off. */

@@ -26,9 +26,9 @@ import {
   UploadFormWithIndexSchema,
   UrlBodySchema,
 } from './knowledge.schemas.js';
-import { discardAll, readBatch, readUpload } from './upload.js';
-import { eventsRoutes } from './events.routes.js';
-import { markdownRoutes } from './markdown.routes.js';
+import { discardAll, readBatch, readUpload } from './ingest/upload.js';
+import { eventsRoutes } from './events/events.routes.js';
+import { markdownRoutes } from './markdown/markdown.routes.js';
 
 const READ = { access: 'L0', mutates: false } as const;
 const WRITE = { access: 'L0', mutates: true } as const;

@@ -5,7 +5,7 @@
  */
 import type { ErrorBody } from '../errors.js';
 import type { KnowledgeDocument, RetrievalHit } from '../knowledge/knowledge.schemas.js';
-import type { MarkdownResult } from '../knowledge/markdown.schemas.js';
+import type { MarkdownResult } from '../knowledge/markdown/markdown.schemas.js';
 
 /** One request to a route under `{API_PREFIX}/knowledge`. */
 export interface ApiRequest {

@@ -4,7 +4,7 @@
  */
 import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { MARKDOWN_MAX_CHARS } from '../knowledge/markdown.schemas.js';
+import { MARKDOWN_MAX_CHARS } from '../knowledge/markdown/markdown.schemas.js';
 import { ApiError, type KnowledgeApi } from './knowledge-api.js';
 
 /** The URI of a document's resource. */

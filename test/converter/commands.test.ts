@@ -8,7 +8,7 @@ import {
   converterStatus,
   loadCommands,
   parseCommandsFile,
-} from '../../src/knowledge/converting/commands.js';
+} from '../../src/knowledge/indexing/converting/commands.js';
 import { knowledgeConfig, ROOT, tempDir } from './helpers.js';
 
 function commandsFile(content: unknown): string {

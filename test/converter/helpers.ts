@@ -12,7 +12,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Config } from '../../src/config.js';
-import type { ConverterCommand } from '../../src/knowledge/converting/commands.js';
+import type { ConverterCommand } from '../../src/knowledge/indexing/converting/commands.js';
 import { AppError } from '../../src/errors.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');

@@ -13,7 +13,7 @@ import {
   convertPptx,
   convertXlsx,
 } from '../../src/converter/formats/office.js';
-import { chunkMarkdown } from '../../src/knowledge/chunker.js';
+import { chunkMarkdown } from '../../src/knowledge/chunking/markdown-chunker.js';
 import {
   buildDocx,
   buildEncryptedOle,

@@ -6,9 +6,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import type { ConverterCommand } from '../../src/knowledge/converting/commands.js';
-import { ConverterPool, type PoolOptions } from '../../src/knowledge/converting/pool.js';
-import { createPooledConverter } from '../../src/knowledge/converting/pooled.js';
+import type { ConverterCommand } from '../../src/knowledge/indexing/converting/commands.js';
+import { ConverterPool, type PoolOptions } from '../../src/knowledge/indexing/converting/worker-pool.js';
+import { createPooledConverter } from '../../src/knowledge/indexing/converting/pooled-converter.js';
 import { buildPdf } from './fixtures/pdf-writer.js';
 import {
   allGone,

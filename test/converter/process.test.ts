@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runConverter } from '../../src/knowledge/converting/runner.js';
+import { runConverter } from '../../src/knowledge/indexing/converting/runner.js';
 import {
   allGone,
   fakeConverter,

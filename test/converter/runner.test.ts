@@ -2,8 +2,8 @@
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadCommands } from '../../src/knowledge/converting/commands.js';
-import { runConverter, substituteArgv } from '../../src/knowledge/converting/runner.js';
+import { loadCommands } from '../../src/knowledge/indexing/converting/commands.js';
+import { runConverter, substituteArgv } from '../../src/knowledge/indexing/converting/runner.js';
 import {
   fakeConverter,
   knowledgeConfig,

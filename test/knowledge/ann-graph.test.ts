@@ -17,7 +17,7 @@ import { openSqlite } from '../../src/db/sqlite.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
-import { VectorIndex, type IndexRow } from '../../src/knowledge/search/sqlite/vector-index.js';
+import { VectorIndex, type IndexRow } from '../../src/knowledge/search/sqlite/vector/vector-index.js';
 import { tempDir } from '../helpers.js';
 import { commitDocument, MemoryVectorTable } from './helpers.js';
 

@@ -1,11 +1,11 @@
 /**
- * chunking.ts: a large document is chunked in a worker thread with the same result as in line,
+ * document-chunks.ts: a large document is chunked in a worker thread with the same result as in line,
  * the event loop stays free meanwhile, and a failure or an abort ends the run with an error.
  */
 import { describe, expect, it } from 'vitest';
-import { embeddingHashes } from '../../src/knowledge/chunk-hashes.js';
-import { chunkMarkdown } from '../../src/knowledge/chunker.js';
-import { chunkDocument, OFF_THREAD_CHARS } from '../../src/knowledge/chunking.js';
+import { embeddingHashes } from '../../src/knowledge/chunking/chunk-hashes.js';
+import { chunkMarkdown } from '../../src/knowledge/chunking/markdown-chunker.js';
+import { chunkDocument, OFF_THREAD_CHARS } from '../../src/knowledge/chunking/document-chunks.js';
 
 /** About `chars` characters of sections, paragraphs, a table, code and page markers. */
 function document(chars: number): string {

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
-import { prereadFile } from '../../src/knowledge/search/sqlite/file-preread.js';
+import { prereadFile } from '../../src/knowledge/search/sqlite/copies/file-preread.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
 import { commitDocument } from './helpers.js';

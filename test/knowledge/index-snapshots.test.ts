@@ -1,5 +1,5 @@
 /**
- * Snapshots of the SQLite store's in-process search indexes (index-snapshots.ts, index-loader.ts):
+ * Snapshots of the SQLite store's in-process search indexes (snapshots.ts, copies-loader.ts):
  * a store that starts from a snapshot finds exactly what a store built from the tables finds, a
  * corrupt, foreign or stale snapshot is never trusted (rebuilt, or brought up to date from the
  * change log), and searches made while the indexes load wait for them.
@@ -17,16 +17,16 @@ import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
 import {
   keywordFromSnapshot,
   SNAPSHOT_FORMAT,
-} from '../../src/knowledge/search/sqlite/index-snapshots.js';
-import { sharedLexer } from '../../src/knowledge/search/sqlite/fts5-lexer.js';
+} from '../../src/knowledge/search/sqlite/copies/snapshots.js';
+import { sharedLexer } from '../../src/knowledge/search/sqlite/keyword/fts5-lexer.js';
 import {
   readSnapshot,
   SnapshotError,
   writeSnapshot,
   type Section,
   type Snapshot,
-} from '../../src/knowledge/search/sqlite/snapshot-file.js';
-import { ChunkIds } from '../../src/knowledge/search/sqlite/chunk-ids.js';
+} from '../../src/knowledge/search/sqlite/copies/snapshot-file.js';
+import { ChunkIds } from '../../src/knowledge/search/sqlite/common/chunk-ids.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
 import { commitDocument } from './helpers.js';

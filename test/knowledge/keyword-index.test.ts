@@ -11,11 +11,11 @@ import type { SqliteDatabase } from '../../src/db/database.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
-import { Fts5Lexer, FTS5_TOKENIZE } from '../../src/knowledge/search/sqlite/fts5-lexer.js';
+import { Fts5Lexer, FTS5_TOKENIZE } from '../../src/knowledge/search/sqlite/keyword/fts5-lexer.js';
 import { queryWordGroups } from '../../src/knowledge/search/query-terms.js';
 import { segmentWords } from '../../src/knowledge/search/segment.js';
-import { buildFtsQuery } from '../../src/knowledge/search/sqlite/fts-query.js';
-import { KeywordIndex } from '../../src/knowledge/search/sqlite/keyword-index.js';
+import { buildFtsQuery } from '../../src/knowledge/search/sqlite/keyword/fts-query.js';
+import { KeywordIndex } from '../../src/knowledge/search/sqlite/keyword/keyword-index.js';
 
 interface Ranked {
   rowid: number;

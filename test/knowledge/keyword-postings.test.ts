@@ -7,20 +7,20 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Fts5Lexer } from '../../src/knowledge/search/sqlite/fts5-lexer.js';
+import { Fts5Lexer } from '../../src/knowledge/search/sqlite/keyword/fts5-lexer.js';
 import {
   keywordFromSnapshot,
   keywordSections,
-} from '../../src/knowledge/search/sqlite/index-snapshots.js';
-import { KeywordIndex, type KeywordRow } from '../../src/knowledge/search/sqlite/keyword-index.js';
-import { listOf } from '../../src/knowledge/search/sqlite/keyword-store.js';
+} from '../../src/knowledge/search/sqlite/copies/snapshots.js';
+import { KeywordIndex, type KeywordRow } from '../../src/knowledge/search/sqlite/keyword/keyword-index.js';
+import { listOf } from '../../src/knowledge/search/sqlite/keyword/keyword-store.js';
 import {
   decodePostings,
   encodePostings,
   MAX_ROWS,
-} from '../../src/knowledge/search/sqlite/keyword-postings.js';
-import { PostingLists } from '../../src/knowledge/search/sqlite/posting-lists.js';
-import { readSnapshot, writeSnapshot } from '../../src/knowledge/search/sqlite/snapshot-file.js';
+} from '../../src/knowledge/search/sqlite/keyword/keyword-postings.js';
+import { PostingLists } from '../../src/knowledge/search/sqlite/keyword/posting-lists.js';
+import { readSnapshot, writeSnapshot } from '../../src/knowledge/search/sqlite/copies/snapshot-file.js';
 import { tempDir } from '../helpers.js';
 
 /** Ascending rows from gaps, each with a count (doubled weighted counts are 1 … 0xffff). */
@@ -184,7 +184,7 @@ afterAll(() => {
 /** Lexeme ids of this lexer for 0 … LEXEMES-1 (a snapshot maps lexemes through it). */
 const ids = Array.from({ length: LEXEMES }, (_, i) => lexer.intern(`postingword${i}`));
 
-/** The index through a snapshot file and back (index-snapshots.ts, snapshot-file.ts). */
+/** The index through a snapshot file and back (snapshots.ts, snapshot-file.ts). */
 async function throughSnapshot(index: KeywordIndex, path: string): Promise<KeywordIndex> {
   const state = index.state();
   const meta = { count: state.count, tokens: state.tokens };

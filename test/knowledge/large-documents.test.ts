@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext } from '../../src/context.js';
-import { DocumentsRepository } from '../../src/knowledge/documents.repository.js';
+import { DocumentsRepository } from '../../src/knowledge/documents/documents.repository.js';
 import type { ChunkStore, NewChunk } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { indexRowCount, knowledgeApp, KnowledgeClient, storedFileExists } from './helpers.js';

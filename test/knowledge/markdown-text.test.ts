@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { embeddingText } from '../../src/knowledge/chunk-hashes.js';
-import { unescapeInline, unescapeMarkdown } from '../../src/knowledge/markdown-text.js';
+import { embeddingText } from '../../src/knowledge/chunking/chunk-hashes.js';
+import { unescapeInline, unescapeMarkdown } from '../../src/knowledge/chunking/markdown-text.js';
 
 describe('unescapeMarkdown', () => {
   it('removes escapes outside code, keeps them inside code spans and fenced blocks', () => {

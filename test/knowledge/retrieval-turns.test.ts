@@ -1,5 +1,5 @@
 /**
- * When a retrieval's search starts (retrieval.service.ts, turns.ts): on an idle server at once,
+ * When a retrieval's search starts (retrieval.service.ts, event-loop-turns.ts): on an idle server at once,
  * with no timer hop between the query's embedding and its search; behind work already waiting for
  * a fair turn, in arrival order. Timers are faked, so a search that waits for a timer does not
  * run until the test lets the timers run.
@@ -12,9 +12,9 @@ import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
 import { StaticEmbeddingProvider } from '../../src/knowledge/embeddings/static/static-provider.js';
-import { RetrievalService } from '../../src/knowledge/retrieval.service.js';
+import { RetrievalService } from '../../src/knowledge/retrieval/retrieval.service.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
-import { fairTurn } from '../../src/turns.js';
+import { fairTurn } from '../../src/event-loop-turns.js';
 import { tempDir } from '../helpers.js';
 import { STATIC_TEST_CACHE_DIR } from './embeddings/static-cache-dir.js';
 import { commitDocument } from './helpers.js';

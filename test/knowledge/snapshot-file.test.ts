@@ -12,7 +12,7 @@ import {
   SnapshotError,
   writeSnapshot,
   type Section,
-} from '../../src/knowledge/search/sqlite/snapshot-file.js';
+} from '../../src/knowledge/search/sqlite/copies/snapshot-file.js';
 import { tempDir } from '../helpers.js';
 
 const sections = (): Map<string, Section> =>

@@ -7,7 +7,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPublicAddress, fetchUrl } from '../../src/knowledge/url-fetch.js';
+import { isPublicAddress, fetchUrl } from '../../src/knowledge/ingest/url-fetch.js';
 import { bearer, type TestApp } from '../helpers.js';
 import { knowledgeApp, type DocumentBody, type KnowledgeClient } from './helpers.js';
 

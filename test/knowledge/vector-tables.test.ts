@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { statementCache } from '../../src/knowledge/search/sqlite/statements.js';
-import { tableVectors } from '../../src/knowledge/search/sqlite/vector-tables.js';
+import { tableVectors } from '../../src/knowledge/search/sqlite/vector/vector-tables.js';
 
 let db: Database.Database | undefined;
 afterEach(() => db?.close());

@@ -15,7 +15,7 @@ import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import type { Db } from '../../src/db/schema.js';
 import { openSqlite } from '../../src/db/sqlite.js';
-import { chunkMarkdown } from '../../src/knowledge/chunker.js';
+import { chunkMarkdown } from '../../src/knowledge/chunking/markdown-chunker.js';
 import { parseFilter } from '../../src/knowledge/filter/filter.js';
 import type { Evidence, NewChunk, SearchRequest } from '../../src/knowledge/search/chunk-store.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
@@ -24,7 +24,7 @@ import {
   graphOrder,
   graphQuery,
   parseCentre,
-} from '../../src/knowledge/search/postgres/vector-graph.js';
+} from '../../src/knowledge/search/postgres/vector/vector-graph.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
 import {

@@ -9,7 +9,7 @@ import type { PostgresDatabase } from '../../src/db/database.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import type { NewChunk } from '../../src/knowledge/search/chunk-store.js';
 import { PostgresChunkStore } from '../../src/knowledge/search/postgres/postgres-chunk-store.js';
-import { TableSizes } from '../../src/knowledge/search/postgres/table-sizes.js';
+import { TableSizes } from '../../src/knowledge/search/postgres/vector/table-sizes.js';
 import { addDocument, chunk, commit, cosine, ids, near, request, semanticOnly } from './chunks.js';
 import {
   freshDatabase,

@@ -17,7 +17,7 @@ import {
   graphOrder,
   graphQuery,
   parseCentre,
-} from '../../src/knowledge/search/postgres/vector-graph.js';
+} from '../../src/knowledge/search/postgres/vector/vector-graph.js';
 import { addDocument, chunk, commit, cosine, ids, near, request, semanticOnly } from './chunks.js';
 import {
   freshDatabase,

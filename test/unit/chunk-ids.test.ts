@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ChunkIds, idHash } from '../../src/knowledge/search/sqlite/chunk-ids.js';
+import { ChunkIds, idHash } from '../../src/knowledge/search/sqlite/common/chunk-ids.js';
 
 const uuids = Array.from({ length: 40 }, () => randomUUID());
 const anyId = fc.oneof(

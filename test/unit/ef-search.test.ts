@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   efSearchFor,
   HNSW_EF_SEARCH_MAX_BAND,
-} from '../../src/knowledge/search/postgres/table-sizes.js';
+} from '../../src/knowledge/search/postgres/vector/table-sizes.js';
 
 describe('efSearchFor', () => {
   it('narrows the beam for smaller tables, by the measured bands', () => {

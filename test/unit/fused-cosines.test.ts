@@ -6,14 +6,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fuse, fusedScorer } from '../../src/knowledge/fusion.js';
+import { fuse, fusedScorer } from '../../src/knowledge/retrieval/ranking.js';
 import type { Candidate } from '../../src/knowledge/search/chunk-store.js';
 import {
   cosinesNeeded,
   fusedEvidence,
   nearestContenders,
   type CosineSource,
-} from '../../src/knowledge/search/fused-cosines.js';
+} from '../../src/knowledge/search/sqlite/fused-cosines.js';
 
 /**
  * Keyword candidates (BM25, best first), every candidate's cosine (distinct: which of equal

@@ -8,11 +8,11 @@ import {
   keywordEvidence,
   keywordScore,
   standOutFactor,
-} from '../../src/knowledge/fusion.js';
+} from '../../src/knowledge/retrieval/ranking.js';
 import { B, idf, K1, maxBm25 } from '../../src/knowledge/search/bm25.js';
 import type { Candidate } from '../../src/knowledge/search/chunk-store.js';
 import { queryTerms } from '../../src/knowledge/search/query-terms.js';
-import { buildFtsQuery } from '../../src/knowledge/search/sqlite/fts-query.js';
+import { buildFtsQuery } from '../../src/knowledge/search/sqlite/keyword/fts-query.js';
 
 /** Raw BM25 in [0, 200] (two decimals) as FTS5 reports it, often near the calibration's half. */
 const bm25 = fc.oneof(
@@ -235,7 +235,7 @@ describe('fuse', () => {
             denseWeight: 1,
           },
         );
-        // Without a keyword match S is 1 − standOutWeight; a score stays below 1 (fusion.ts
+        // Without a keyword match S is 1 − standOutWeight; a score stays below 1 (ranking.ts
         // MAX_SCORE, 1 − 2^-52: a cosine of 1 − 2^-53 scores that).
         const S = 1 - o.standOutWeight;
         expect(semanticOnly).toEqual(

@@ -4,9 +4,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { highlightRanges, queryLexemes } from '../../src/knowledge/highlights.js';
+import { highlightRanges, queryLexemes } from '../../src/knowledge/retrieval/highlights.js';
 import { segmentWords, wordSpans } from '../../src/knowledge/search/segment.js';
-import { sharedLexer } from '../../src/knowledge/search/sqlite/fts5-lexer.js';
+import { sharedLexer } from '../../src/knowledge/search/sqlite/keyword/fts5-lexer.js';
 
 const lexer = sharedLexer();
 

@@ -4,8 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { idHash } from '../../src/knowledge/search/sqlite/chunk-ids.js';
-import { IdTable } from '../../src/knowledge/search/sqlite/id-table.js';
+import { idHash } from '../../src/knowledge/search/sqlite/common/chunk-ids.js';
+import { IdTable } from '../../src/knowledge/search/sqlite/vector/id-table.js';
 
 type Op = { kind: 'add' | 'delete' | 'get'; key: number } | { kind: 'clear' };
 

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LexemeTable } from '../../src/knowledge/search/sqlite/lexeme-table.js';
+import { LexemeTable } from '../../src/knowledge/search/sqlite/keyword/lexeme-table.js';
 
 describe('LexemeTable', () => {
   it('interns, finds and spells lexemes as a Map and a list do', () => {

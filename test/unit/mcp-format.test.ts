@@ -8,7 +8,7 @@ import {
   shareBudget,
   type HitLike,
 } from '../../src/mcp/format.js';
-import { cutToBudget, pageIndex } from '../../src/knowledge/markdown-range.js';
+import { cutToBudget, pageIndex } from '../../src/knowledge/markdown/markdown-range.js';
 
 const hit = (content: string, extra: Partial<HitLike> = {}): HitLike => ({
   documentId: 'd1',

@@ -4,9 +4,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FastifyBaseLogger } from 'fastify';
-import type { DocumentsRepository } from '../../src/knowledge/documents.repository.js';
-import type { KnowledgeEvents } from '../../src/knowledge/events.js';
-import { progressReporter } from '../../src/knowledge/progress.js';
+import type { DocumentsRepository } from '../../src/knowledge/documents/documents.repository.js';
+import type { KnowledgeEvents } from '../../src/knowledge/events/events.js';
+import { progressReporter } from '../../src/knowledge/indexing/progress.js';
 
 /** Records what the reporter writes (the repository and the events are its only outputs). */
 function recorder() {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fairTurn, mayStartNow } from '../../src/turns.js';
+import { fairTurn, mayStartNow } from '../../src/event-loop-turns.js';
 
 const burn = (ms: number) => {
   const end = performance.now() + ms;

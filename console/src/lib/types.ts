@@ -29,7 +29,7 @@ export type {
   RetrievalHit,
   RetrieveBody,
 } from '../../../src/knowledge/knowledge.schemas.js';
-export type { MarkdownResult } from '../../../src/knowledge/markdown.schemas.js';
+export type { MarkdownResult } from '../../../src/knowledge/markdown/markdown.schemas.js';
 
 export type ApiKeyRecord = Static<typeof ApiKeyRecordSchema>;
 export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;

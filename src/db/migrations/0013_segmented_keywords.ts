@@ -4,8 +4,8 @@ import {
   keywordRows,
   deleteKeywordRows,
   updateStatistics,
-} from '../../knowledge/search/postgres/keyword-rows.js';
-import { Stemmer } from '../../knowledge/search/postgres/words.js';
+} from '../../knowledge/search/postgres/keyword/keyword-rows.js';
+import { Stemmer } from '../../knowledge/search/postgres/keyword/words.js';
 import { needsSegmenting, segmentWords } from '../../knowledge/search/segment.js';
 import type { Database } from '../database.js';
 

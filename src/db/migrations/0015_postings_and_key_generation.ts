@@ -4,7 +4,7 @@ import {
   DOUBLED_WEIGHTS,
   insertPostings,
   type ChunkPostings,
-} from '../../knowledge/search/postgres/postings.js';
+} from '../../knowledge/search/postgres/keyword/postings.js';
 import type { Database } from '../database.js';
 
 /**

@@ -16,7 +16,7 @@ export interface EmbeddingProvider {
   embedQuery(text: string, signal?: AbortSignal): Promise<Float32Array>;
   /**
    * A search query's vector and how much of the query the model understood (`coverage`), which
-   * hybrid retrieval weighs the cosine by (fusion.ts).
+   * hybrid retrieval weighs the cosine by (ranking.ts).
    */
   embedSearchQuery(text: string, signal?: AbortSignal): Promise<QueryEmbedding>;
   close(): Promise<void>;

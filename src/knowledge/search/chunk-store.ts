@@ -141,14 +141,14 @@ export interface SearchRequest {
   limit: number;
   /**
    * A hybrid answer's length (topK): the vector search then returns that many nearest chunks
-   * (as semantic candidates) instead of `limit`. Fusion (fusion.ts) scores a chunk without a
+   * (as semantic candidates) instead of `limit`. Fusion (ranking.ts) scores a chunk without a
    * keyword match `room × cosine` and a keyword candidate `K + room × cosine` with its exact
    * cosine, so each of the `fusedTop` nearest scores at least as much as any chunk farther away
    * that matches no keyword: none of those can enter an answer of that length (ties aside).
    */
   fusedTop?: number;
   /**
-   * With `fusedTop`: the fused score of a passage (fusion.ts `fusedScorer`) from its BM25 and
+   * With `fusedTop`: the fused score of a passage (ranking.ts `fusedScorer`) from its BM25 and
    * cosine, given the query's keyword candidates and keywordMax. The SQLite store then reads the
    * exact cosine only of the candidates, keyword matches and nearest chunks, that could still
    * enter the answer (fused-cosines.ts); PostgreSQL computes them all in its query.

@@ -1,7 +1,7 @@
 /**
  * ChunkStore on PostgreSQL: chunk rows, a tsvector keyword table scored with FTS5's BM25
  * (keyword-rows.ts, keyword-search.ts) and pgvector tables with HNSW indexes (vector-tables.ts),
- * written together in one transaction; searched by searches.ts.
+ * written together in one transaction; searched by postgres-searches.ts.
  */
 import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '../../../db/postgres.js';
@@ -23,13 +23,13 @@ import {
   updateStatistics,
   bumpKeywordGeneration,
   type Removed,
-} from './keyword-rows.js';
-import { KeywordSearch } from './keyword-search.js';
-import { PostgresSearches } from './searches.js';
-import { deletePostings, insertPostings, type ChunkPostings } from './postings.js';
-import { GraphBuilds } from './vector-graph.js';
-import { EXACT_SEARCH_MAX, VectorTables } from './vector-tables.js';
-import { Stemmer } from './words.js';
+} from './keyword/keyword-rows.js';
+import { KeywordSearch } from './keyword/keyword-search.js';
+import { PostgresSearches } from './postgres-searches.js';
+import { deletePostings, insertPostings, type ChunkPostings } from './keyword/postings.js';
+import { GraphBuilds } from './vector/vector-graph.js';
+import { EXACT_SEARCH_MAX, VectorTables } from './vector/vector-tables.js';
+import { Stemmer } from './keyword/words.js';
 
 /** Chunks written per statement by commitIndex. */
 const INSERT_BATCH = 1000;

@@ -6,9 +6,9 @@
  */
 import { SEARCHABLE, type Candidate, type IndexScope } from '../chunk-store.js';
 import { queryWordGroups } from '../query-terms.js';
-import { sharedLexer } from './fts5-lexer.js';
-import { buildFtsQuery, FTS5_BM25 } from './fts-query.js';
-import { CURRENT, type SearchIndexes } from './search-indexes.js';
+import { sharedLexer } from './keyword/fts5-lexer.js';
+import { buildFtsQuery, FTS5_BM25 } from './keyword/fts-query.js';
+import { CURRENT, type InProcessCopies } from './copies/in-process-copies.js';
 import type { Statements } from './statements.js';
 
 /** `and …` conditions for the scope (documents `d`, chunks `c`). */
@@ -39,7 +39,7 @@ export interface KeywordQuery {
 
 export class KeywordQueries {
   constructor(
-    private readonly indexes: SearchIndexes,
+    private readonly indexes: InProcessCopies,
     private readonly statement: Statements,
   ) {}
 

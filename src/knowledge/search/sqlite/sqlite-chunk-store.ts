@@ -1,7 +1,7 @@
 /**
  * ChunkStore on SQLite: chunk rows, an FTS5 keyword table and a plain vector table per model,
  * written in one synchronous better-sqlite3 transaction (nothing can interleave with it), and
- * searched through in-process copies of both indexes (search-indexes.ts). SQLite-only SQL lives
+ * searched through in-process copies of both indexes (in-process-copies.ts). SQLite-only SQL lives
  * here, in this folder and in the SQLite dialect module.
  */
 import type BetterSqlite3 from 'better-sqlite3';
@@ -22,21 +22,21 @@ import {
   vectorDepth,
 } from '../chunk-store.js';
 import { registerSqliteFilter, sqliteFilterSql, toSqlite } from '../../filter/sql.js';
-import { fusedEvidence, nearestContenders, type BoundedNearest } from '../fused-cosines.js';
+import { fusedEvidence, nearestContenders, type BoundedNearest } from './fused-cosines.js';
 import { inRankOrder, rankEvidence } from '../ranked.js';
-import { sharedLexer } from './fts5-lexer.js';
-import type { SnapshotOptions } from './index-snapshots.js';
-import { prereadFile } from './file-preread.js';
-import { IndexLoader } from './index-loader.js';
+import { sharedLexer } from './keyword/fts5-lexer.js';
+import type { SnapshotOptions } from './copies/snapshots.js';
+import { prereadFile } from './copies/file-preread.js';
+import { CopiesLoader } from './copies/copies-loader.js';
 import { KeywordQueries, type KeywordQuery } from './keyword-queries.js';
-import { CURRENT, SearchIndexes } from './search-indexes.js';
+import { CURRENT, InProcessCopies } from './copies/in-process-copies.js';
 import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { statementCache, type Statements } from './statements.js';
-import { asFloat32, VectorTables } from './vector-tables.js';
-import type { VectorIndex, VectorIndexOptions } from './vector-index.js';
+import { asFloat32, VectorTables } from './vector/vector-tables.js';
+import type { VectorIndex, VectorIndexOptions } from './vector/vector-index.js';
 
 export interface SqliteChunkStoreOptions {
-  /** Where and when the search indexes are saved (index-snapshots.ts); null: never. */
+  /** Where and when the search indexes are saved (snapshots.ts); null: never. */
   snapshots?: SnapshotOptions | null;
   /** Options of the vector indexes (from which size they search an approximate graph). */
   vectors?: VectorIndexOptions;
@@ -60,9 +60,9 @@ export const SEARCHABLE_OF = `select d.id from knowledge_documents d
 export class SqliteChunkStore implements ChunkStore {
   private readonly statement: Statements;
   private readonly tables: VectorTables;
-  private readonly indexes: SearchIndexes;
+  private readonly indexes: InProcessCopies;
   private readonly writes: SqliteChunkWrites;
-  private readonly loader: IndexLoader;
+  private readonly loader: CopiesLoader;
   private readonly keywords: KeywordQueries;
   /** The start-up load of the indexes while it runs: searches wait for it. */
   private loading: Promise<void> | undefined;
@@ -77,8 +77,8 @@ export class SqliteChunkStore implements ChunkStore {
     registerSqliteFilter(db);
     this.statement = statementCache(db);
     this.tables = new VectorTables(db);
-    this.indexes = new SearchIndexes(this.statement, options.vectors);
-    this.loader = new IndexLoader(this.indexes, options.snapshots ?? null);
+    this.indexes = new InProcessCopies(this.statement, options.vectors);
+    this.loader = new CopiesLoader(this.indexes, options.snapshots ?? null);
     this.keywords = new KeywordQueries(this.indexes, this.statement);
     this.writes = new SqliteChunkWrites(db, this.statement, this.tables, this.indexes);
     this.prereadLog = options.preread?.log ?? null;

@@ -16,20 +16,20 @@
  * leftovers before it stages).
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { sliceTurn } from '../../../turns.js';
+import { sliceTurn } from '../../../event-loop-turns.js';
 import type { IndexCommit, NewChunk } from '../chunk-store.js';
 import { markIndexedSql } from '../chunk-store.js';
 import { segmentWords } from '../segment.js';
-import { sharedLexer } from './fts5-lexer.js';
+import { sharedLexer } from './keyword/fts5-lexer.js';
 import {
   STAGED_PREFIX,
   tokenizeChunksNow,
   type AddedRows,
-  type SearchIndexes,
-} from './search-indexes.js';
+  type InProcessCopies,
+} from './copies/in-process-copies.js';
 import { purgeableDocuments } from './leftovers.js';
 import type { Statements } from './statements.js';
-import type { VectorTables } from './vector-tables.js';
+import type { VectorTables } from './vector/vector-tables.js';
 
 /** The rowids of written chunks' keyword rows and vector rows, in the chunks' order. */
 interface Rowids {
@@ -49,7 +49,7 @@ export const SMALL_COMMIT = 32;
 /** Chunks purged per slice: FTS5 reads a row's text back to delete it, deletes cost more. */
 const PURGE_SLICE = 64;
 
-/** Between slices (turns.ts): requests waiting for a turn start first. */
+/** Between slices (event-loop-turns.ts): requests waiting for a turn start first. */
 const yieldToLoop = sliceTurn;
 
 /**
@@ -73,7 +73,7 @@ export class SqliteChunkWrites {
     private readonly db: BetterSqlite3.Database,
     private readonly statement: Statements,
     private readonly tables: VectorTables,
-    private readonly indexes: SearchIndexes,
+    private readonly indexes: InProcessCopies,
   ) {}
 
   /** Records a change of the document's searchable chunks for other processes' copies. */
