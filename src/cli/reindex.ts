@@ -1,7 +1,7 @@
 /** `aps reindex`: re-index chosen documents with the active embedding model, with progress. */
 import type { Command } from 'commander';
 import type { AppContext } from '../context.js';
-import type { KnowledgeDocument } from '../knowledge/knowledge.schemas.js';
+import type { KnowledgeDocument } from '../knowledge/documents/documents.schemas.js';
 import { Progress } from './progress.js';
 import type { CliSession } from './session.js';
 

@@ -8,8 +8,15 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { JobQueue } from '../queue/queue.js';
-import { converterStatus, loadCommands, type ConverterCommand } from './indexing/converting/commands.js';
-import { createPooledConverter, type PooledConverter } from './indexing/converting/pooled-converter.js';
+import {
+  converterStatus,
+  loadCommands,
+  type ConverterCommand,
+} from './indexing/converting/commands.js';
+import {
+  createPooledConverter,
+  type PooledConverter,
+} from './indexing/converting/pooled-converter.js';
 import { DocumentsRepository } from './documents/documents.repository.js';
 import { DocumentsService } from './documents/documents.service.js';
 import { postgresDocumentSql, registerSqliteFilter, sqliteDocumentSql } from './filter/sql.js';
@@ -147,16 +154,14 @@ export async function createKnowledgeModule(
   const job = new IndexJob({ pipeline, repo, dataDir: config.dataDir, log, events });
   job.register(queue);
   const indexing = new IndexingService({ repo, queue, commands, log, events });
-  const documents = new DocumentsService(
-    repo,
-    store,
-    storage,
-    log,
-    (id) => {
+  const documents = new DocumentsService(repo, store, storage, log, {
+    cancelIndexing: (id) => {
       job.cancel(id);
     },
-    events,
-  );
+    announce: (type, document) => {
+      events.announce(type, document);
+    },
+  });
   const retrieval = new RetrievalService(store, embedder, log, {
     hybridCandidates: config.knowledge.hybridCandidates,
   });

@@ -4,7 +4,8 @@
  * way auth, levels, read-only mode, validation and errors are the routes' own.
  */
 import type { ErrorBody } from '../errors.js';
-import type { KnowledgeDocument, RetrievalHit } from '../knowledge/knowledge.schemas.js';
+import type { KnowledgeDocument } from '../knowledge/documents/documents.schemas.js';
+import type { RetrievalHit } from '../knowledge/retrieval/retrieval.schemas.js';
 import type { MarkdownResult } from '../knowledge/markdown/markdown.schemas.js';
 
 /** One request to a route under `{API_PREFIX}/knowledge`. */

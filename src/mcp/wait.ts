@@ -2,7 +2,7 @@
  * Waits for a document to leave `indexing` by polling its record: the same short GET over either
  * transport (the events stream would need a long-lived response, which `app.inject` cannot give).
  */
-import type { KnowledgeDocument } from '../knowledge/knowledge.schemas.js';
+import type { KnowledgeDocument } from '../knowledge/documents/documents.schemas.js';
 import type { KnowledgeApi } from './knowledge-api.js';
 
 /** The document once it is no longer `indexing`, or as it is when `limitMs` ran out. */

@@ -21,7 +21,7 @@
 import type { Insertable } from 'kysely';
 import type { Db, DocumentRow, DocumentStatus, KnowledgeDocumentsTable } from '../../db/schema.js';
 import type { FilterNode } from '../filter/filter.js';
-import type { DocumentOrder } from '../knowledge.schemas.js';
+import type { DocumentOrder } from './documents.schemas.js';
 import { toKysely, type DocumentSql } from '../filter/sql.js';
 
 /**

@@ -5,7 +5,6 @@ import { AppError } from '../../errors.js';
 import type { DocumentRow } from '../../db/schema.js';
 import { orderOf, type DocumentQuery, type DocumentsRepository } from './documents.repository.js';
 import { parseFilterJson } from '../filter/filter.js';
-import type { KnowledgeEvents } from '../events/events.js';
 import { detectFileType, safeExtension, sanitizeFileName } from './file-type.js';
 import {
   DOCUMENT_ORDERS,
@@ -15,10 +14,11 @@ import {
   type KnowledgeChunk,
   type KnowledgeDocument,
   type PatchDocumentBody,
-} from '../knowledge.schemas.js';
+} from './documents.schemas.js';
 import { toChunk, toDocument } from './records.js';
 import type { ChunkStore } from '../search/chunk-store.js';
-import { documentKeys, type FileStorage, type PendingFile } from '../storage/storage.js';
+import type { FileStorage, PendingFile } from '../storage/storage.js';
+import { documentKeys } from './storage-keys.js';
 
 export interface UploadInput {
   file: PendingFile;
@@ -89,16 +89,30 @@ function decodeCursor(cursor: string, order: DocumentOrder): { value: string; id
   return { value, id };
 }
 
+/**
+ * What the service tells the rest of the module, wired by knowledge.module.ts: a run to stop, and
+ * the changes live views hear of (events/).
+ */
+export interface DocumentsHooks {
+  /** Cancels an indexing run of the document, if one is running here. */
+  cancelIndexing(documentId: string): void;
+  /** `document.created` (the record) and `document.deleted` (its id and project). */
+  announce(
+    type: 'document.created' | 'document.deleted',
+    document: KnowledgeDocument | { id: string; projectId: string | null },
+  ): void;
+}
+
+/** Hooks that do nothing (a service on its own, as in tests). */
+const NO_HOOKS: DocumentsHooks = { cancelIndexing: () => undefined, announce: () => undefined };
+
 export class DocumentsService {
   constructor(
     private readonly repo: DocumentsRepository,
     private readonly store: ChunkStore,
     private readonly storage: FileStorage,
     private readonly log: FastifyBaseLogger,
-    /** Cancels an indexing run of the document, if one is running here. */
-    private readonly cancelIndexing: (id: string) => void = () => undefined,
-    /** `document.created` and `document.deleted` are announced here. */
-    private readonly events?: KnowledgeEvents,
+    private readonly hooks: DocumentsHooks = NO_HOOKS,
   ) {}
 
   /**
@@ -153,7 +167,7 @@ export class DocumentsService {
         throw error;
       }
       const document = toDocument(await this.getRow(id));
-      this.events?.announce('document.created', document);
+      this.hooks.announce('document.created', document);
       return { document, created: true };
     } finally {
       await file.discard();
@@ -253,8 +267,8 @@ export class DocumentsService {
     if (!(await this.store.hideDocument(id))) {
       throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
     }
-    this.events?.announce('document.deleted', { id, projectId });
-    this.cancelIndexing(id);
+    this.hooks.announce('document.deleted', { id, projectId });
+    this.hooks.cancelIndexing(id);
     this.purgeInBackground(id);
   }
 

@@ -1,15 +1,9 @@
 /** Database rows → API resources (the spec's field names). */
 import type { ChunkRow, DocumentRow } from '../../db/schema.js';
-import type {
-  KnowledgeChunk,
-  KnowledgeDocument,
-  Progress,
-  RetrievalHit,
-} from '../knowledge.schemas.js';
-import type { Highlight } from '../retrieval/highlights.js';
-import type { ChunkHit } from '../search/chunk-store.js';
+import type { KnowledgeChunk, KnowledgeDocument, Progress } from './documents.schemas.js';
 
-function parseObject(text: string | null): Record<string, unknown> | null {
+/** A JSON object column (metadata, converter details), or null. */
+export function parseObject(text: string | null): Record<string, unknown> | null {
   if (text === null) return null;
   const value: unknown = JSON.parse(text);
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : null;
@@ -64,25 +58,5 @@ export function toChunk(row: ChunkRow): KnowledgeChunk {
     tokenEstimate: row.token_estimate,
     metadata: parseObject(row.metadata) ?? {},
     createdAt: row.created_at,
-  };
-}
-
-export function toHit(row: ChunkHit, score: number, highlights: Highlight[]): RetrievalHit {
-  return {
-    id: row.id,
-    score,
-    model: row.embedding_model,
-    documentId: row.document_id,
-    documentName: row.document_name,
-    projectId: row.project_id,
-    source: row.source,
-    chunkIndex: row.chunk_index,
-    sectionPath: row.section_path,
-    page: row.page,
-    pageEnd: row.page_end,
-    content: row.content,
-    highlights,
-    metadata: parseObject(row.metadata) ?? {},
-    documentMetadata: parseObject(row.document_metadata) ?? {},
   };
 }

@@ -9,9 +9,9 @@ import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../errors.js';
-import { AUTHENTICATED_ERRORS, errorResponses } from '../../http/schemas.js';
 import { DOCUMENT_EVENTS, type DocumentEvent } from './events.js';
 import type { KnowledgeModule } from '../knowledge.module.js';
+import { errors, READ, tags } from '../route-options.js';
 
 const EventsQuerySchema = Type.Object({
   projectId: Type.Optional(
@@ -45,15 +45,15 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
   app.get(
     '/knowledge/events',
     {
-      config: { access: 'L0', mutates: false, stream: true },
+      config: { ...READ, stream: true },
       schema: {
         summary: 'Live document events (server-sent events)',
         description: `A \`text/event-stream\` of \`${DOCUMENT_EVENTS.join('`, `')}\`; \`data\` is the document record (\`{id}\` for \`document.deleted\`). Progress events come at most a few times a second per document; a comment line is sent every KNOWLEDGE_EVENTS_HEARTBEAT_MS. On PostgreSQL every instance's events reach every instance's streams.`,
-        tags: ['knowledge'],
+        tags,
         querystring: EventsQuerySchema,
         response: {
           200: STREAM_RESPONSE,
-          ...errorResponses(...AUTHENTICATED_ERRORS, 503),
+          ...errors(503),
         },
       },
     },

@@ -13,7 +13,7 @@ import { EventEmitter } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import type pg from 'pg';
 import type { DocumentsRepository } from '../documents/documents.repository.js';
-import type { KnowledgeDocument } from '../knowledge.schemas.js';
+import type { KnowledgeDocument } from '../documents/documents.schemas.js';
 import { toDocument } from '../documents/records.js';
 
 export const DOCUMENT_EVENTS = [

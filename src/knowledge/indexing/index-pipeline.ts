@@ -26,11 +26,12 @@ import { conversionKey, reusableMarkdown, withConversionKey } from './converting
 import type { runConverter } from './converting/runner.js';
 import type { DocumentsRepository } from '../documents/documents.repository.js';
 import type { EmbeddingProvider } from '../embeddings/provider.js';
-import type { KnowledgeDocument } from '../knowledge.schemas.js';
+import type { KnowledgeDocument } from '../documents/documents.schemas.js';
 import { toDocument } from '../documents/records.js';
 import { noProgress, type ProgressReporter } from './progress.js';
 import type { ChunkStore, NewChunk } from '../search/chunk-store.js';
-import { documentKeys, type FileStorage } from '../storage/storage.js';
+import { documentKeys } from '../documents/storage-keys.js';
+import type { FileStorage } from '../storage/storage.js';
 import { scratchName } from '../storage/scratch.js';
 
 /** The parameters of a run, defaults resolved (see IndexingService.index). */

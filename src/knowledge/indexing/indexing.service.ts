@@ -13,7 +13,8 @@ import type { KnowledgeEvents } from '../events/events.js';
 import type { DocumentsRepository } from '../documents/documents.repository.js';
 import { INDEX_JOB, indexJobPayload } from './index-job.js';
 import type { IndexParams, IndexResult } from './index-pipeline.js';
-import { MAX_CHARS, type IndexBody, type KnowledgeDocument } from '../knowledge.schemas.js';
+import { MAX_CHARS, type IndexBody } from './indexing.schemas.js';
+import { type KnowledgeDocument } from '../documents/documents.schemas.js';
 import { toDocument } from '../documents/records.js';
 
 interface IndexingDeps {

@@ -10,7 +10,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { DocumentsRepository } from '../documents/documents.repository.js';
 import type { KnowledgeEvents } from '../events/events.js';
-import type { Progress, ProgressStage } from '../knowledge.schemas.js';
+import type { Progress, ProgressStage } from '../documents/documents.schemas.js';
 
 export interface ProgressReporter {
   /** Enters `stage` (done 0). */

@@ -7,17 +7,19 @@ import { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { Value } from 'typebox/value';
 import { AppError } from '../../errors.js';
-import { metadataJson, type DocumentsService, type UploadInput } from '../documents/documents.service.js';
-import type { IndexingService } from '../indexing/indexing.service.js';
 import {
-  MAX_CHARS,
+  metadataJson,
+  type DocumentsService,
+  type UploadInput,
+} from '../documents/documents.service.js';
+import type { IndexingService } from '../indexing/indexing.service.js';
+import { MAX_CHARS, type IndexBody } from '../indexing/indexing.schemas.js';
+import {
   MetadataSchema,
   type DocumentMetadata,
-  type IndexBody,
   type KnowledgeDocument,
-  type TextBody,
-  type UrlBody,
-} from '../knowledge.schemas.js';
+} from '../documents/documents.schemas.js';
+import { type TextBody, type UrlBody } from './ingest.schemas.js';
 import type { FileStorage } from '../storage/storage.js';
 import type { BatchPart, FormFields } from './upload.js';
 import {

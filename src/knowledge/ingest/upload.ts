@@ -6,7 +6,7 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../errors.js';
 import type { UploadInput } from '../documents/documents.service.js';
-import { UPLOAD_FIELD_LIMITS } from '../knowledge.schemas.js';
+import { UPLOAD_FIELD_LIMITS } from './ingest.schemas.js';
 import type { FileStorage, PendingFile } from '../storage/storage.js';
 
 /** Characters of each text field at most (fields not listed are ignored). */

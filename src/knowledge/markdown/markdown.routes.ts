@@ -1,8 +1,9 @@
 /** GET …/knowledge/documents/:id/markdown: the converted markdown of a document, or a range. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { AUTHENTICATED_ERRORS, described, errorResponses } from '../../http/schemas.js';
-import { IdParamsSchema } from '../knowledge.schemas.js';
+import { described } from '../../http/schemas.js';
+import { IdParamsSchema } from '../documents/documents.schemas.js';
 import type { KnowledgeModule } from '../knowledge.module.js';
+import { errors, READ, tags } from '../route-options.js';
 import { MarkdownQuerySchema, MarkdownResultSchema } from './markdown.schemas.js';
 
 export const markdownRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModule }> = async (
@@ -12,17 +13,17 @@ export const markdownRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMod
   app.get(
     '/knowledge/documents/:id/markdown',
     {
-      config: { access: 'L0', mutates: false },
+      config: READ,
       schema: {
         summary: 'The converted markdown of a document: whole, a page range or a chunk range',
         description:
           'The markdown the last successful index stored. `fromPage`/`toPage` (1-based, inclusive) select pages by the converter’s page markers (text before the first marker is page 1; unpaged formats → 400); `fromChunk`/`toChunk` (a hit’s `chunkIndex`, inclusive) select the exact text of those chunks, overlap counted once. Not both. A range reaching past the end stops at the last page or chunk. The answer is cut at a line end to `maxChars` (`truncated: true`). A document never indexed → 409 `KNOWLEDGE_DOCUMENT_NOT_INDEXED`.',
-        tags: ['knowledge'],
+        tags,
         params: IdParamsSchema,
         querystring: MarkdownQuerySchema,
         response: {
           200: described('The markdown of the range.', MarkdownResultSchema),
-          ...errorResponses(...AUTHENTICATED_ERRORS, 404, 409),
+          ...errors(404, 409),
         },
       },
     },

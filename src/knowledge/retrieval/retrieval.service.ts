@@ -18,9 +18,9 @@ import { parseFilter } from '../filter/filter.js';
 import { fairTurn, mayStartNow } from '../../event-loop-turns.js';
 import type { EmbeddingProvider, QueryEmbedding } from '../embeddings/provider.js';
 import { fuse, fusedScorer, keywordScore } from './ranking.js';
-import type { RetrievalHit, RetrieveBody } from '../knowledge.schemas.js';
+import type { RetrievalHit, RetrieveBody } from './retrieval.schemas.js';
 import { highlightRanges, queryLexemes } from './highlights.js';
-import { toHit } from '../documents/records.js';
+import { toHit } from './hits.js';
 import type { Candidate, ChunkStore, Evidence, SearchFilter } from '../search/chunk-store.js';
 
 /** Candidates fetched from each index before fusion (hybrid: `hybridCandidates`, config). */

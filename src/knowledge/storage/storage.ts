@@ -1,19 +1,8 @@
 /**
  * Where source files and converted markdown live. Keys are storage-relative paths chosen by the
- * server (never by a client), e.g. `documents/<id>/source.html`.
+ * server (never by a client), e.g. `documents/<id>/source.html` (documents/storage-keys.ts).
  */
 import type { Readable } from 'node:stream';
-
-/** Where a document's files live: everything of a document is under one prefix. */
-export const documentKeys = {
-  /** The folder of every document, one entry per document id. */
-  root: 'documents',
-  prefix: (id: string) => `documents/${id}`,
-  /** The uploaded file. */
-  source: (id: string, extension: string) => `documents/${id}/source.${extension}`,
-  /** The converted markdown of the document's `version`. */
-  markdown: (id: string, version: number) => `documents/${id}/document.v${version}.md`,
-};
 
 interface StoredFile {
   key: string;

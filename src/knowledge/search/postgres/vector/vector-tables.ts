@@ -5,7 +5,12 @@
  * vector-graph.ts) otherwise.
  */
 import type { Pool, PoolClient } from 'pg';
-import { SEARCHABLE, vectorTableName, type Candidate, type SearchFilter } from '../../chunk-store.js';
+import {
+  SEARCHABLE,
+  vectorTableName,
+  type Candidate,
+  type SearchFilter,
+} from '../../chunk-store.js';
 import { vectorArrayBinary, vectorBinary } from '../encoding.js';
 import { efSearchFor, TableSizes } from './table-sizes.js';
 import { graphOrder, graphQuery, hasGraph, parseCentre, type VectorTable } from './vector-graph.js';
