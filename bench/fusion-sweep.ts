@@ -134,9 +134,11 @@ async function prepare(set: EvalSet): Promise<Prepared[]> {
       let evidence: Evidence | undefined;
       await store.search(
         { text, vector, model: embedder.model, filter: {}, limit: CANDIDATES },
-        (e) => {
-          evidence = e;
-          return [];
+        {
+          rank: (e) => {
+            evidence = e;
+            return [];
+          },
         },
       );
       if (evidence === undefined) throw new Error('the store did not rank');

@@ -41,23 +41,16 @@ type Modules = [
   typeof import('../src/knowledge/embeddings/index.js'),
   typeof import('../src/knowledge/search/sqlite/sqlite-chunk-store.js'),
   typeof import('../src/knowledge/retrieval/ranking.js'),
-  typeof import('../src/knowledge/retrieval/retrieval.service.js'),
 ];
-const [
-  { loadConfig },
-  { createEmbeddingProvider },
-  { SqliteChunkStore },
-  { fusedScorer },
-  { rank },
-] = (await Promise.all(
-  [
-    'config',
-    'knowledge/embeddings/index',
-    'knowledge/search/sqlite/sqlite-chunk-store',
-    'knowledge/fusion',
-    'knowledge/retrieval.service',
-  ].map((path) => import(from(path))),
-)) as Modules;
+const [{ loadConfig }, { createEmbeddingProvider }, { SqliteChunkStore }, { rankingFor }] =
+  (await Promise.all(
+    [
+      'config',
+      'knowledge/embeddings/index',
+      'knowledge/search/sqlite/sqlite-chunk-store',
+      'knowledge/retrieval/ranking',
+    ].map((path) => import(from(path))),
+  )) as Modules;
 
 const config = loadConfig(
   { ...benchEnv(dir, 'aps_bench_hybrid_reads_0123456789abcdef'), PORT: '0' },
@@ -109,11 +102,8 @@ const search = async (query: string) => {
       model: embedder.model,
       filter: {},
       limit: Number(values.limit),
-      fusedTop: body.topK,
-      fusedScore: (keyword, keywordMax) =>
-        fusedScorer(keyword, { keywordMax, coverage: embedding.coverage }),
     },
-    (evidence) => rank(body, embedding, evidence),
+    rankingFor(body, embedding),
   );
   return {
     ms: performance.now() - started,

@@ -22,7 +22,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
-import { bundledConverterPath, loadCommands } from '../src/knowledge/indexing/converting/commands.js';
+import {
+  bundledConverterPath,
+  loadCommands,
+} from '../src/knowledge/indexing/converting/commands.js';
 import { createPooledConverter } from '../src/knowledge/indexing/converting/pooled-converter.js';
 import { runConverter } from '../src/knowledge/indexing/converting/runner.js';
 import { DEFAULT_EMBEDDING_CACHE } from './retrieval/harness.js';

@@ -82,7 +82,7 @@ const search = async (store: ChunkStore, text: string, limit: number) => {
   const t = performance.now();
   const hits = await store.search(
     { text, vector: null, model: 'none', filter: {}, limit },
-    (e) => e.keyword,
+    { rank: (e) => e.keyword },
   );
   return { ms: performance.now() - t, hits };
 };

@@ -54,6 +54,7 @@ import {
   type EvalSet,
 } from './retrieval/sets.js';
 import { buildFtsQuery, FTS5_BM25 } from '../src/knowledge/search/sqlite/keyword/fts-query.js';
+import type { Ranking } from '../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { hnswCurve, hnswRecall, startPostgres, storeGraph } from './retrieval/postgres.js';
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
@@ -341,7 +342,7 @@ async function runScale(n: number): Promise<void> {
       const vectorMs: number[] = [];
       const keywordMs: number[] = [];
       // One index each, nothing ranked or loaded: `rank` returns no hits.
-      const none = () => [];
+      const none: Ranking = { rank: () => [] };
       for (const [i, q] of queries.entries()) {
         const request = { model: embedder.model, filter: {}, limit: 100 };
         const t0 = performance.now();

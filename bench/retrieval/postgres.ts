@@ -107,8 +107,9 @@ export async function hnswRecall(
   let found = 0;
   let total = 0;
   for (const vector of vectors) {
-    const approx = await store.search({ text: null, vector, model, filter: {}, limit: 10 }, (e) =>
-      e.semantic.slice(0, 10),
+    const approx = await store.search(
+      { text: null, vector, model, filter: {}, limit: 10 },
+      { rank: (e) => e.semantic.slice(0, 10) },
     );
     const client = await database.pool.connect();
     let exact: string[];

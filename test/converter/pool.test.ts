@@ -7,7 +7,10 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import type { ConverterCommand } from '../../src/knowledge/indexing/converting/commands.js';
-import { ConverterPool, type PoolOptions } from '../../src/knowledge/indexing/converting/worker-pool.js';
+import {
+  ConverterPool,
+  type PoolOptions,
+} from '../../src/knowledge/indexing/converting/worker-pool.js';
 import { createPooledConverter } from '../../src/knowledge/indexing/converting/pooled-converter.js';
 import { buildPdf } from './fixtures/pdf-writer.js';
 import {

@@ -17,7 +17,10 @@ import { openSqlite } from '../../src/db/sqlite.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import type { Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
-import { VectorIndex, type IndexRow } from '../../src/knowledge/search/sqlite/vector/vector-index.js';
+import {
+  VectorIndex,
+  type IndexRow,
+} from '../../src/knowledge/search/sqlite/vector/vector-index.js';
 import { tempDir } from '../helpers.js';
 import { commitDocument, MemoryVectorTable } from './helpers.js';
 
@@ -299,10 +302,15 @@ async function nearest(store: SqliteChunkStore, queries: Float32Array[]): Promis
   const out: string[][] = [];
   for (const vector of queries) {
     let seen: Evidence | undefined;
-    await store.search({ text: '', vector, model: MODEL, filter: {}, limit: 10 }, (e) => {
-      seen = e;
-      return [];
-    });
+    await store.search(
+      { text: '', vector, model: MODEL, filter: {}, limit: 10 },
+      {
+        rank: (e) => {
+          seen = e;
+          return [];
+        },
+      },
+    );
     out.push((seen?.semantic ?? []).map((c) => c.chunkId));
   }
   return out;
@@ -324,7 +332,7 @@ describe('the graph beside the snapshot (SQLite store)', () => {
     const fusedOf = async (text: string | null) => {
       searches.mockClear();
       const vector = rows[3]!.vector;
-      await store.search({ text, vector, model: MODEL, filter: {}, limit: 10 }, () => []);
+      await store.search({ text, vector, model: MODEL, filter: {}, limit: 10 }, { rank: () => [] });
       return searches.mock.calls.map((call) => call[3]);
     };
     try {

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { pageMarker, PAGE_MARKER_PATTERN } from '../../src/converter/contract.js';
-import { chunkMarkdown, type Chunk, type ChunkOptions } from '../../src/knowledge/chunking/markdown-chunker.js';
+import {
+  chunkMarkdown,
+  type Chunk,
+  type ChunkOptions,
+} from '../../src/knowledge/chunking/markdown-chunker.js';
 
 // ---------- an independent, deliberately simple model of the documents the generators produce ----------
 

@@ -1,6 +1,6 @@
 /**
- * A hybrid search's vector side goes only as deep as the answer (`fusedTop`, chunk-store.ts), and
- * it reads the cosines of only the keyword candidates that could enter it (`fusedScore`,
+ * A hybrid search's vector side goes only as deep as the answer (`Ranking.fusedTop`, chunk-store.ts),
+ * and it reads the cosines of only the keyword candidates that could enter it (`fusedScorer`,
  * fused-cosines.ts): the fused answer of length k is the same as with the full candidate lists,
  * on random chunks whose keyword evidence is weak enough that chunks the keyword search does not
  * rank do make the answers. Either way the nearest chunks that hold a query word are fused with
@@ -13,8 +13,7 @@ import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
-import { fusedScorer } from '../../src/knowledge/retrieval/ranking.js';
-import { rank } from '../../src/knowledge/retrieval/retrieval.service.js';
+import { fusedScorer, rank } from '../../src/knowledge/retrieval/ranking.js';
 import type { Candidate, Evidence } from '../../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
@@ -66,15 +65,14 @@ describe('the depth of a hybrid search', () => {
       const answer = async (fusedTop?: number, prune = false) => {
         let seen: Evidence | undefined;
         const request = { text, vector, model: MODEL, filter: {}, limit: 100 };
-        const hits = await store.search(
-          fusedTop === undefined
-            ? request
-            : { ...request, fusedTop, ...(prune ? { fusedScore } : {}) },
-          (evidence) => {
+        const hits = await store.search(request, {
+          ...(fusedTop === undefined ? {} : { fusedTop }),
+          ...(prune ? { fusedScorer: fusedScore } : {}),
+          rank: (evidence) => {
             seen = evidence;
             return rank(body, embedding, evidence);
           },
-        );
+        });
         return { hits: hits.map((h) => [h.chunk.id, h.score]), evidence: seen };
       };
       const full = await answer();

@@ -7,7 +7,10 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { ChunkStore, NewChunk } from '../../src/knowledge/search/chunk-store.js';
-import type { IndexRow, VectorSource } from '../../src/knowledge/search/sqlite/vector/vector-index.js';
+import type {
+  IndexRow,
+  VectorSource,
+} from '../../src/knowledge/search/sqlite/vector/vector-index.js';
 import { bearer, createTestApp, type TestApp } from '../helpers.js';
 
 export type Part =

@@ -155,10 +155,15 @@ async function evidence(store: SqliteChunkStore): Promise<unknown[]> {
     const query = vector();
     for (const filter of [{}, { projectId: 'p1' }]) {
       let seen: Evidence | undefined;
-      await store.search({ text, vector: query, model: MODEL, filter, limit: 20 }, (e) => {
-        seen = e;
-        return [];
-      });
+      await store.search(
+        { text, vector: query, model: MODEL, filter, limit: 20 },
+        {
+          rank: (e) => {
+            seen = e;
+            return [];
+          },
+        },
+      );
       out.push({ ...seen, cosine: [...(seen?.cosine ?? new Map<string, number>())].sort() });
     }
   }

@@ -12,7 +12,10 @@ import {
   keywordFromSnapshot,
   keywordSections,
 } from '../../src/knowledge/search/sqlite/copies/snapshots.js';
-import { KeywordIndex, type KeywordRow } from '../../src/knowledge/search/sqlite/keyword/keyword-index.js';
+import {
+  KeywordIndex,
+  type KeywordRow,
+} from '../../src/knowledge/search/sqlite/keyword/keyword-index.js';
 import { listOf } from '../../src/knowledge/search/sqlite/keyword/keyword-store.js';
 import {
   decodePostings,
@@ -20,7 +23,10 @@ import {
   MAX_ROWS,
 } from '../../src/knowledge/search/sqlite/keyword/keyword-postings.js';
 import { PostingLists } from '../../src/knowledge/search/sqlite/keyword/posting-lists.js';
-import { readSnapshot, writeSnapshot } from '../../src/knowledge/search/sqlite/copies/snapshot-file.js';
+import {
+  readSnapshot,
+  writeSnapshot,
+} from '../../src/knowledge/search/sqlite/copies/snapshot-file.js';
 import { tempDir } from '../helpers.js';
 
 /** Ascending rows from gaps, each with a count (doubled weighted counts are 1 … 0xffff). */

@@ -53,7 +53,7 @@ async function versions(store: ChunkStore, documentId: string | undefined): Prom
         filter: documentId === undefined ? {} : { documentId },
         limit: 20,
       },
-      (evidence) => (text === null ? evidence.semantic : evidence.keyword),
+      { rank: (evidence) => (text === null ? evidence.semantic : evidence.keyword) },
     );
     const found = [...new Set(ranked.map((hit) => hit.chunk.content.split(' ')[0] ?? ''))];
     // One whole version: 20 hits of one version; anything else is reported as is.

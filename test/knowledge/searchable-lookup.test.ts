@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
 import { openSqlite } from '../../src/db/sqlite.js';
-import { SEARCHABLE_OF } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
+import { SEARCHABLE_OF } from '../../src/knowledge/search/sqlite/sqlite-searches.js';
 import { tempDir } from '../helpers.js';
 
 const database = openSqlite(join(tempDir(), 'aps.sqlite'));

@@ -7,7 +7,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import { Int8Matrix } from '../../src/knowledge/search/sqlite/vector/dot-kernel.js';
-import { VectorIndex, type IndexRow } from '../../src/knowledge/search/sqlite/vector/vector-index.js';
+import {
+  VectorIndex,
+  type IndexRow,
+} from '../../src/knowledge/search/sqlite/vector/vector-index.js';
 import { createTestApp, type TestApp } from '../helpers.js';
 import { KnowledgeClient, MemoryVectorTable } from './helpers.js';
 

@@ -170,7 +170,7 @@ describe('migration 0008: sqlite-vec tables to plain tables', () => {
     ]) {
       const ranked = await store.search(
         { text: null, vector: big.vectors.get(chunkId)!, model: big.model, filter: {}, limit: 3 },
-        (evidence) => evidence.semantic,
+        { rank: (evidence) => evidence.semantic },
       );
       expect(ranked[0]?.chunk.id).toBe(chunkId);
       expect(ranked[0]?.score).toBeCloseTo(1, 5);

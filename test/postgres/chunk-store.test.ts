@@ -284,9 +284,11 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
 
     it('gives the cosine of every keyword candidate that has a vector of the model', async () => {
       let evidence: Evidence | undefined;
-      await store.search(request({ text: 'telescope', vector: base, limit: 1 }), (e) => {
-        evidence = e;
-        return [];
+      await store.search(request({ text: 'telescope', vector: base, limit: 1 }), {
+        rank: (e) => {
+          evidence = e;
+          return [];
+        },
       });
       // The best keyword match, and the nearest chunk when it holds the word too.
       expect(evidence!.semantic).toHaveLength(1);
@@ -299,9 +301,11 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         expect(evidence!.cosine.get(c.chunkId)).toBeCloseTo(cosine(base, v), 5);
       }
       // Another model has no vectors: no semantic candidates, no cosines.
-      await store.search(request({ text: 'telescope', vector: base, model: 'other' }), (e) => {
-        evidence = e;
-        return [];
+      await store.search(request({ text: 'telescope', vector: base, model: 'other' }), {
+        rank: (e) => {
+          evidence = e;
+          return [];
+        },
       });
       expect(evidence!.semantic).toEqual([]);
       expect(evidence!.cosine.size).toBe(0);
@@ -356,9 +360,11 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
       const replacement = [chunk('Telescopes, rewritten.', randomVector(random))];
       const hits = await slow.search(
         request({ text: 'galaxies', filter: { documentId: science.id } }),
-        (e) => {
-          reindex.pending = commit(store, next, replacement);
-          return e.keyword;
+        {
+          rank: (e) => {
+            reindex.pending = commit(store, next, replacement);
+            return e.keyword;
+          },
         },
       );
       expect(await reindex.pending).toBe('committed');
@@ -394,7 +400,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
             vector: randomVector(random),
             filter: { projectId: 'n1' },
           }),
-          (e) => [...e.keyword, ...e.semantic],
+          { rank: (e) => [...e.keyword, ...e.semantic] },
         );
         const searchStatements = statements.length;
         statements.length = 0;
@@ -562,9 +568,12 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         const vector = randomVector(random);
         const evidenceOf = async (store: SqliteChunkStore | PostgresChunkStore) => {
           let seen: Evidence | undefined;
-          await store.search(request({ text, vector, limit: 5, fusedTop: 3 }), (e) => {
-            seen = e;
-            return [];
+          await store.search(request({ text, vector, limit: 5 }), {
+            fusedTop: 3,
+            rank: (e) => {
+              seen = e;
+              return [];
+            },
           });
           return new Map(seen!.keyword.map((k) => [k.chunkId, k.score]));
         };
@@ -587,9 +596,11 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
     it("gives the same largest attainable BM25 of each query (the fusion's keywordMax)", async () => {
       const maxOf = async (store: SqliteChunkStore | PostgresChunkStore, text: string) => {
         let max = Number.NaN;
-        await store.search(request({ text }), (e) => {
-          max = e.keywordMax;
-          return [];
+        await store.search(request({ text }), {
+          rank: (e) => {
+            max = e.keywordMax;
+            return [];
+          },
         });
         return max;
       };

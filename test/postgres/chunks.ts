@@ -6,9 +6,9 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/schema.js';
 import type {
   ChunkStore,
-  Evidence,
   NewChunk,
   RankedHit,
+  Ranking,
   SearchRequest,
 } from '../../src/knowledge/search/chunk-store.js';
 
@@ -142,8 +142,9 @@ export async function commit(
   });
 }
 
-export const keywordOnly = (e: Evidence) => e.keyword;
-export const semanticOnly = (e: Evidence) => e.semantic;
+/** Rankings that keep one side's candidates in their order. */
+export const keywordOnly: Ranking = { rank: (e) => e.keyword };
+export const semanticOnly: Ranking = { rank: (e) => e.semantic };
 
 export function request(partial: Partial<SearchRequest>): SearchRequest {
   return { text: null, vector: null, model: MODEL, filter: {}, limit: 100, ...partial };

@@ -99,7 +99,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL keyword postings ca
   const search = async (text: string, filter: SearchRequest['filter'] = {}) => {
     const hits = await reader.search(
       { text, vector: null, model: MODEL, filter, limit: 10 },
-      (e: Evidence) => e.keyword,
+      { rank: (e: Evidence) => e.keyword },
     );
     return hits.map((h) => h.chunk.content);
   };
@@ -173,7 +173,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL keyword postings ca
       (
         await racing.search(
           { text, vector: null, model: MODEL, filter: {}, limit: 10 },
-          (e: Evidence) => e.keyword,
+          { rank: (e: Evidence) => e.keyword },
         )
       ).map((h) => h.chunk.content);
     expect(await find('iron')).toEqual(['iron bar', 'iron rod']);

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { PostingsCache } from '../../src/knowledge/search/postgres/keyword/postings-cache.js';
-import { PackedPostings, packPostings } from '../../src/knowledge/search/postgres/keyword/postings.js';
+import {
+  PackedPostings,
+  packPostings,
+} from '../../src/knowledge/search/postgres/keyword/postings.js';
 
 /** A term of one row of `n` postings (10 bytes each). */
 const term = (n: number) => ({

@@ -1,7 +1,14 @@
 /**
- * Score fusion for hybrid retrieval (pure): a passage's keyword evidence, plus its dense evidence
- * in the room that the query's best keyword evidence leaves, scaled by how much of the query the
- * embedding model understood.
+ * How a retrieval hit's score is made, in one place (pure): the score of each mode, the fusion of
+ * keyword and vector evidence for hybrid, the stand-out factor, the merge of the cosines, and the
+ * final order, `minScore` and `topK`. A store gathers the candidates and calls the `Ranking` this
+ * module makes (rankingFor) inside its read snapshot (chunk-store.ts).
+ *
+ *   keyword  = 0.1 + 0.9 × BM25 / (BM25 + 16)                                 (keywordScore)
+ *   semantic = the cosine
+ *   hybrid   = a passage's keyword evidence, plus its dense evidence in the room that the
+ *              query's best keyword evidence leaves, scaled by how much of the query the
+ *              embedding model understood:
  *
  *   r     = BM25 / M                    M = the query's largest attainable BM25 (bm25.ts maxBm25)
  *   K     = T × x / (1 + x), x = (r / keywordHalf)^steepness        (0 without a keyword match)
@@ -28,7 +35,7 @@
  * answer: realdocs' unanswerable set, README) and every score of the query is lowered by up to
  * standOutWeight. Exact duplicates (equal BM25) do not count as the next match.
  *
- * Invariants (property tests in test/unit/fusion.test.ts): scores in [0, 1); the order is the
+ * Invariants (property tests in test/unit/knowledge/ranking.test.ts): scores in [0, 1); the order is the
  * order without S; a score never falls when the passage's own cosine rises, nor its score before S
  * when its BM25 rises, and raising one passage's BM25 never lowers its rank (it can only shrink
  * the others' room); a score is at least S × the passage's keyword evidence K; with coverage 0 the
@@ -37,7 +44,9 @@
  * Comparable across queries: where a query has a strong keyword match, scores ≈ K; where it has
  * none, scores ≈ denseWeight × coverage × cosine.
  */
-import type { Candidate } from '../search/chunk-store.js';
+import type { QueryEmbedding } from '../embeddings/provider.js';
+import type { Candidate, Evidence, Ranking } from '../search/chunk-store.js';
+import type { RetrieveBody } from './retrieval.schemas.js';
 
 export interface FusionOptions {
   /** Share r of the query's largest attainable BM25 at which keyword evidence is half-strong. */
@@ -63,32 +72,10 @@ export interface QueryEvidence {
 }
 
 /**
- * Tuned with `npx tsx bench/fusion-sweep.ts` (in process, each query's evidence fetched as the
- * service fetches it for topK 30): realdocs (test-data/realdocs) MRR@10 overall and per question
- * type, SciFact train nDCG@10, paraphrase-set Recall@5 (h = keywordHalf, p = steepness, t =
- * trustScale; w = 0.9 throughout: 0.75 lost a little everywhere):
- *
- * | fusion                  | rd all | keyword | paraphrase | fact  | SciFact | para R@5 |
- * | ----------------------- | ------ | ------- | ---------- | ----- | ------- | -------- |
- * | BM25 alone              | 0.686  | 0.744   | 0.490      | 0.793 | 0.701   | 0.180    |
- * | cosine alone            | 0.314  | 0.253   | 0.306      | 0.396 | 0.294   | 0.793    |
- * | before (half 16, p 5)   | 0.596  | 0.524   | 0.462      | 0.807 | 0.703   | 0.793    |
- * | h 0.15, p 4, t 4        | 0.711  | 0.778   | 0.495      | 0.824 | 0.704   | 0.713    |
- * | h 0.2, p 2, t 4         | 0.706  | 0.761   | 0.503      | 0.824 | 0.701   | 0.653    |
- * | h 0.2, p 3, t 4 ← used  | 0.705  | 0.761   | 0.498      | 0.824 | 0.704   | 0.727    |
- * | h 0.2, p 3, t 8         | 0.711  | 0.777   | 0.498      | 0.824 | 0.704   | 0.727    |
- * | h 0.2, p 4, t 4         | 0.703  | 0.761   | 0.491      | 0.824 | 0.703   | 0.753    |
- * | h 0.25, p 3, t 4        | 0.702  | 0.761   | 0.486      | 0.824 | 0.703   | 0.753    |
- * | h 0.3, p 2, t 4         | 0.705  | 0.761   | 0.498      | 0.824 | 0.700   | 0.727    |
- *
- * The targets (issue 14): hybrid ≥ BM25 on every realdocs question type and ≥ 0.70 overall,
- * SciFact ≥ 0.70, paraphrase Recall@5 ≥ BM25 + 0.50. Chosen: h 0.2, p 3, t 4, which meets each
- * with some margin (t 8 scores 0.006 more on realdocs but gives weak queries' matches less
- * weight, which separated unanswerable questions worse: the minScore table in the README).
- *
- * S changes no ranking, only how the top scores of answerable and unanswerable realdocs questions
- * separate (the chance that an answerable question's top score beats an unanswerable one's: 0.800
- * without S; weight 0.1–0.2 with gap 0.05–0.2 all gave 0.845–0.864; 0.15 / 0.1 is the middle, 0.862).
+ * The defaults: keyword evidence half-strong at a fifth of what the query could score, steepness 3,
+ * trust scale 4, the cosine's weight 0.9; the stand-out factor lowers by at most 0.15 below a lead
+ * of a tenth. Chosen by `bench/fusion-sweep.ts` on realdocs, SciFact and the paraphrase set, each
+ * target met with a margin (docs/performance.md, "Fusion: how its constants were chosen").
  */
 export const DEFAULT_FUSION: FusionOptions = {
   keywordHalf: 0.2,
@@ -214,4 +201,52 @@ function scoreWith(
   const room = options.denseWeight * coverage * (1 - best);
   const S = standOutFactor(keyword, query.keywordMax, options);
   return (K, cosine) => Math.min((K + room * Math.min(1, Math.max(0, cosine))) * S, MAX_SCORE);
+}
+
+/** What a ranking needs of the request. */
+export type RankOptions = Pick<RetrieveBody, 'mode' | 'minScore' | 'topK'>;
+
+/**
+ * The answer from the evidence (pure): each candidate scored by the mode (hybrid without a query
+ * vector: by keywords), ordered by score (ties by chunk id), `minScore` applied, cut to `topK`.
+ */
+export function rank(
+  options: RankOptions,
+  embedding: QueryEmbedding | null,
+  evidence: Evidence,
+): Candidate[] {
+  let ranked: Candidate[];
+  if (options.mode === 'semantic') ranked = evidence.semantic;
+  else if (options.mode === 'hybrid' && embedding !== null) {
+    // A nearest chunk's cosine is its semantic score: it joins the keyword candidates' cosines.
+    const cosine = new Map(evidence.cosine);
+    for (const s of evidence.semantic) cosine.set(s.chunkId, s.score);
+    ranked = fuse(evidence.keyword, evidence.semantic, cosine, {
+      keywordMax: evidence.keywordMax,
+      coverage: embedding.coverage,
+    });
+  } else {
+    ranked = evidence.keyword.map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
+  }
+  // Without an explicit minScore only hits with no evidence at all (score ≤ 0) are dropped.
+  const min = options.minScore;
+  const keep = min === undefined ? (c: Candidate) => c.score > 0 : (c: Candidate) => c.score >= min;
+  return ranked.filter(keep).slice(0, options.topK);
+}
+
+/**
+ * The ranking of one retrieval, as a store calls it: a hybrid answer is fused (its length is
+ * `topK`, and with a query vector each passage's fused score is known from its BM25 and cosine),
+ * and `rank` makes the answer.
+ */
+export function rankingFor(options: RankOptions, embedding: QueryEmbedding | null): Ranking {
+  const ranking: Ranking = { rank: (evidence) => rank(options, embedding, evidence) };
+  if (options.mode !== 'hybrid') return ranking;
+  if (embedding === null) return { ...ranking, fusedTop: options.topK };
+  const query = { coverage: embedding.coverage };
+  return {
+    ...ranking,
+    fusedTop: options.topK,
+    fusedScorer: (keyword, keywordMax) => fusedScorer(keyword, { ...query, keywordMax }),
+  };
 }

@@ -1,27 +1,18 @@
 /**
- * Retrieval: keyword (FTS5 BM25) and semantic (vector KNN) candidates within the scope filters,
- * fused (hybrid, the default) or alone; `minScore` applies before `topK`.
- *
- * Scores (documented in the OpenAPI description and the README):
- * - semantic: cosine similarity of query and chunk vectors, in [-1, 1];
- * - keyword: 0.1 + 0.9 × calibrated BM25 (s / (s + 16)), in [0.1, 1);
- * - hybrid: K + 0.9 × coverage × (1 − K*) × max(0, cosine), in [0, 1) (ranking.ts): K is the
- *   passage's keyword evidence, its BM25 as a share r of the query's largest attainable BM25
- *   (Evidence.keywordMax), x / (1 + x) with x = (r / 0.2)^3 (0 without a query word; discounted
- *   where every query word is common), K* the best K of the query, and coverage the share of the
- *   query the embedding model understood (QueryEmbedding.coverage). A score is never below K.
- * Without `minScore`, hits scoring ≤ 0 (no evidence) are dropped; with it, hits below it.
+ * A retrieval: the query embedded once (hybrid waits a bounded time, then answers from keywords),
+ * the store's candidates within the scope ranked by ranking.ts (the scores of each mode are
+ * defined there), then the hits with their highlights.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
 import { parseFilter } from '../filter/filter.js';
 import { fairTurn, mayStartNow } from '../../event-loop-turns.js';
 import type { EmbeddingProvider, QueryEmbedding } from '../embeddings/provider.js';
-import { fuse, fusedScorer, keywordScore } from './ranking.js';
+import { rankingFor } from './ranking.js';
 import type { RetrievalHit, RetrieveBody } from './retrieval.schemas.js';
 import { highlightRanges, queryLexemes } from './highlights.js';
 import { toHit } from './hits.js';
-import type { Candidate, ChunkStore, Evidence, SearchFilter } from '../search/chunk-store.js';
+import type { ChunkStore, SearchFilter } from '../search/chunk-store.js';
 
 /** Candidates fetched from each index before fusion (hybrid: `hybridCandidates`, config). */
 const CANDIDATES = 100;
@@ -55,26 +46,6 @@ function withTimeout<T>(work: (signal: AbortSignal) => Promise<T>, ms: number): 
   return Promise.race([work(controller.signal), timeout]).finally(() => {
     clearTimeout(timer);
   });
-}
-
-/** Ranks the evidence by mode, applies `minScore`, cuts to `topK` (pure). */
-export function rank(
-  body: Pick<RetrieveBody, 'mode' | 'minScore' | 'topK'>,
-  embedding: QueryEmbedding | null,
-  evidence: Evidence,
-): Candidate[] {
-  let ranked: Candidate[];
-  if (body.mode === 'semantic') ranked = evidence.semantic;
-  else if (body.mode === 'hybrid' && embedding !== null)
-    ranked = fuse(evidence.keyword, evidence.semantic, evidence.cosine, {
-      keywordMax: evidence.keywordMax,
-      coverage: embedding.coverage,
-    });
-  else ranked = evidence.keyword.map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
-  // Without an explicit minScore only hits with no evidence at all (score ≤ 0) are dropped.
-  const min = body.minScore;
-  const keep = min === undefined ? (c: Candidate) => c.score > 0 : (c: Candidate) => c.score >= min;
-  return ranked.filter(keep).slice(0, body.topK);
 }
 
 /** The scope of a retrieval: project, document id(s) and the parsed `filter` (400 if invalid). */
@@ -128,15 +99,8 @@ export class RetrievalService {
         model: this.embedder.model,
         filter,
         limit,
-        ...(body.mode === 'hybrid' ? { fusedTop: body.topK } : {}),
-        ...(body.mode === 'hybrid' && embedding !== null
-          ? {
-              fusedScore: (keyword: readonly Candidate[], keywordMax: number) =>
-                fusedScorer(keyword, { keywordMax, coverage: embedding.coverage }),
-            }
-          : {}),
       },
-      (evidence) => rank(body, embedding, evidence),
+      rankingFor(body, embedding),
     );
     // In every mode: a semantic hit shows whichever query words it holds.
     const lexemes = queryLexemes(query);

@@ -136,32 +136,14 @@ export interface SearchRequest {
    * Candidates fetched from each index. A hybrid search (text and vector) also scores the `limit`
    * nearest chunks by their keywords: those that hold a query word join the keyword candidates
    * with their BM25, so a chunk close in meaning that matches below the keyword depth is fused
-   * with both (docs/performance.md, thirteenth pass).
+   * with both.
    */
   limit: number;
-  /**
-   * A hybrid answer's length (topK): the vector search then returns that many nearest chunks
-   * (as semantic candidates) instead of `limit`. Fusion (ranking.ts) scores a chunk without a
-   * keyword match `room × cosine` and a keyword candidate `K + room × cosine` with its exact
-   * cosine, so each of the `fusedTop` nearest scores at least as much as any chunk farther away
-   * that matches no keyword: none of those can enter an answer of that length (ties aside).
-   */
-  fusedTop?: number;
-  /**
-   * With `fusedTop`: the fused score of a passage (ranking.ts `fusedScorer`) from its BM25 and
-   * cosine, given the query's keyword candidates and keywordMax. The SQLite store then reads the
-   * exact cosine only of the candidates, keyword matches and nearest chunks, that could still
-   * enter the answer (fused-cosines.ts); PostgreSQL computes them all in its query.
-   */
-  fusedScore?: (
-    keyword: readonly Candidate[],
-    keywordMax: number,
-  ) => (bm25: number, cosine: number) => number;
 }
 
 /** How many nearest chunks a search's vector side returns: `fusedTop` when it is fused, else `limit`. */
-export function vectorDepth(request: SearchRequest): number {
-  return request.text === null ? request.limit : (request.fusedTop ?? request.limit);
+export function vectorDepth(request: SearchRequest, ranking: Ranking): number {
+  return request.text === null ? request.limit : (ranking.fusedTop ?? request.limit);
 }
 
 /** The raw evidence a ranking works from. */
@@ -170,7 +152,10 @@ export interface Evidence {
   keyword: Candidate[];
   /** Nearest chunks by vector, `score` = cosine similarity. */
   semantic: Candidate[];
-  /** Cosine similarity of every candidate (keyword or semantic) that has a vector of the model. */
+  /**
+   * Cosine similarity of the keyword candidates that have a vector of the model (a semantic
+   * candidate's is its score; the ranking merges the two).
+   */
   cosine: Map<string, number>;
   /**
    * The largest BM25 any chunk could score for this query (bm25.ts maxBm25 over the idfs of its
@@ -179,8 +164,31 @@ export interface Evidence {
   keywordMax: number;
 }
 
-/** Ranks the evidence into the final, ordered, cut list: pure and synchronous. */
-export type Ranking = (evidence: Evidence) => Candidate[];
+/**
+ * How a search's candidates become its answer (retrieval/ranking.ts makes it). A store calls it
+ * inside its read snapshot, since it reads the answer's rows in that snapshot too.
+ */
+export interface Ranking {
+  /**
+   * Set when keyword and vector candidates are fused (hybrid): the answer's length. The vector
+   * side then returns that many nearest chunks, not `limit`: fusion scores a chunk without a
+   * keyword match by its cosine alone, so none farther away can enter an answer of that length.
+   */
+  readonly fusedTop?: number;
+  /**
+   * With `fusedTop`: a passage's fused score from its BM25 (0 without a keyword match) and its
+   * cosine, given the query's keyword candidates and keywordMax; non-decreasing in both, so
+   * bounds of a cosine bound the score. The SQLite store then reads the exact cosine only of the
+   * candidates that could still enter the answer (sqlite/fused-cosines.ts); without it, it reads
+   * them all. PostgreSQL computes them all in its query.
+   */
+  fusedScorer?(
+    keyword: readonly Candidate[],
+    keywordMax: number,
+  ): (bm25: number, cosine: number) => number;
+  /** The answer: every candidate scored, ordered, `minScore` applied, cut to `topK`. Pure. */
+  rank(evidence: Evidence): Candidate[];
+}
 
 /** Where a store tells of its background work (pino's signature: a pino logger fits). */
 export interface StoreLog {
@@ -195,12 +203,12 @@ export interface RankedHit {
 
 export interface ChunkStore {
   /**
-   * Gathers the evidence, ranks it and loads the ranked chunks, all from one consistent snapshot
-   * (no re-index commit lands in between). Chunks deleted meanwhile are left out.
-   * Ranking is called back inside the store because it must run inside that one read snapshot,
+   * Gathers the candidates, has `ranking` rank them and loads the ranked chunks, all from one
+   * consistent snapshot (no re-index commit lands in between). Chunks deleted meanwhile are left
+   * out. The ranking is called inside the store because the rows are read in that one snapshot,
    * and better-sqlite3 transactions are synchronous.
    */
-  search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]>;
+  search(request: SearchRequest, ranking: Ranking): Promise<RankedHit[]>;
   /**
    * Loads what searches of `model` need into memory ahead of the first query (start-up), and
    * returns how many chunks that covered. Stores that search in the database do nothing.
@@ -243,4 +251,13 @@ export interface ChunkStore {
     dimensions: number,
     hashes: string[],
   ): Promise<Map<string, Float32Array>>;
+}
+
+/** The ranked candidates with their rows, in rank order; chunks deleted meanwhile are left out. */
+export function inRankOrder(ranked: readonly Candidate[], rows: readonly ChunkHit[]): RankedHit[] {
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ranked.flatMap((c) => {
+    const chunk = byId.get(c.chunkId);
+    return chunk === undefined ? [] : [{ score: c.score, chunk }];
+  });
 }

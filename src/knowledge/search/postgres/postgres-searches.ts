@@ -9,6 +9,7 @@ import { withTransaction } from '../../../db/postgres.js';
 import { postgresFilterSql, toPg } from '../../filter/sql.js';
 import {
   SEARCHABLE,
+  inRankOrder,
   type Candidate,
   type ChunkHit,
   type RankedHit,
@@ -17,7 +18,6 @@ import {
   type SearchRequest,
   vectorDepth,
 } from '../chunk-store.js';
-import { inRankOrder, rankEvidence } from '../ranked.js';
 import type { KeywordSearch } from './keyword/keyword-search.js';
 import { rowsBySeq } from './keyword/keyword-statements.js';
 import type { VectorTables } from './vector/vector-tables.js';
@@ -30,11 +30,11 @@ export class PostgresSearches {
     private readonly keyword: KeywordSearch,
   ) {}
 
-  async search(request: SearchRequest, rank: Ranking): Promise<RankedHit[]> {
+  async search(request: SearchRequest, ranking: Ranking): Promise<RankedHit[]> {
     const { text, vector, limit } = request;
     const words = text === null ? [] : keywordQueryWords(text);
     if (vector === null && request.filter.where === undefined && words.length > 0) {
-      const hits = await this.keywordSearch(words, request, rank);
+      const hits = await this.keywordSearch(words, request, ranking);
       if (hits !== null) return hits;
     }
     // One snapshot for the evidence and the rows: no commit lands in between.
@@ -44,7 +44,7 @@ export class PostgresSearches {
       begin += this.vectors.searchSettings(features, limit, request.model, vector.length);
     }
     return withTransaction(this.pool, begin, (client) =>
-      this.snapshotSearch(client, words, request, rank),
+      this.snapshotSearch(client, words, request, ranking),
     );
   }
 
@@ -58,7 +58,7 @@ export class PostgresSearches {
   private async keywordSearch(
     words: string[][],
     request: SearchRequest,
-    rank: Ranking,
+    ranking: Ranking,
   ): Promise<RankedHit[] | null> {
     const { filter, limit } = request;
     if (filter.documentIds?.length === 0) return [];
@@ -78,8 +78,12 @@ export class PostgresSearches {
         const row = loaded.rows.get(t.seq);
         return row === undefined ? [] : [{ chunkId: row.id, score: t.score }];
       });
-      const evidence = { keyword: candidates, semantic: [], cosine: new Map<string, number>() };
-      const top = rankEvidence({ ...evidence, keywordMax: keyword.max }, rank);
+      const top = ranking.rank({
+        keyword: candidates,
+        semantic: [],
+        cosine: new Map<string, number>(),
+        keywordMax: keyword.max,
+      });
       return inRankOrder(top, [...loaded.rows.values()]);
     } catch (error) {
       failed = error as Error; // the connection is not reused: its state is unknown
@@ -94,7 +98,7 @@ export class PostgresSearches {
     client: PoolClient,
     words: string[][],
     request: SearchRequest,
-    rank: Ranking,
+    ranking: Ranking,
   ): Promise<RankedHit[]> {
     const { vector, model, limit } = request;
     const filter = await this.scope(client, request.filter);
@@ -106,7 +110,7 @@ export class PostgresSearches {
     // `fusedTop`, rank as nearest) and also scores them by their keywords: those that hold a query
     // word join the keyword candidates with their BM25 (as on SQLite, sqlite-chunk-store.ts).
     const hybrid = words.length > 0 && vector !== null && table !== null;
-    const depth = vectorDepth(request);
+    const depth = vectorDepth(request, ranking);
     const nearest =
       vector === null || table === null
         ? []
@@ -153,7 +157,7 @@ export class PostgresSearches {
         cosine.set(id, c);
       }
     }
-    const top = rankEvidence({ keyword, semantic, cosine, keywordMax }, rank);
+    const top = ranking.rank({ keyword, semantic, cosine, keywordMax });
     return inRankOrder(
       top,
       await this.hits(

@@ -20,38 +20,13 @@
  * to the order they come in, as before.
  */
 import type { Candidate } from '../chunk-store.js';
-
-/** Bounds of a candidate's exact cosine; equal when it is known (0 for a chunk without vector). */
-export interface CosineBounds {
-  lower: number;
-  upper: number;
-}
-
-/** A nearest-chunk candidate before its cosine is read (vector-index.ts `nearestBounds`). */
-export interface BoundedNearest extends CosineBounds {
-  chunkId: string;
-  documentId: string;
-  /**
-   * Its place among its document's rows in the vector index: where the keyword index most likely
-   * holds it among that document's rows too (both add a document's chunks in the same order), a
-   * hint that spares a search of them (`KeywordIndex.scoresOf`).
-   */
-  place?: number;
-}
+import { keepFloor } from './common/top-k.js';
+import type { BoundedNearest, CosineBounds } from './vector/vector-types.js';
 
 /** A candidate of a fused answer: its BM25 (0: no keyword match) and its cosine's bounds. */
 export interface BoundedCandidate extends CosineBounds {
   chunkId: string;
   bm25: number;
-}
-
-/**
- * The `keep`-th best of some lower bounds (-Infinity when there are fewer): whatever has an upper
- * bound below it is outscored by `keep` others.
- */
-export function keepFloor(lower: ArrayLike<number>, keep: number): number {
-  if (keep <= 0 || lower.length < keep) return Number.NEGATIVE_INFINITY;
-  return Float64Array.from(lower).sort()[lower.length - keep] as number;
 }
 
 /**

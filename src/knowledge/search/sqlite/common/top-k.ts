@@ -75,3 +75,12 @@ export class TopK {
     return this.rows.subarray(0, this.length);
   }
 }
+
+/**
+ * The `keep`-th best of some lower bounds (-Infinity when there are fewer): whatever has an upper
+ * bound below it is outscored by `keep` others.
+ */
+export function keepFloor(lower: ArrayLike<number>, keep: number): number {
+  if (keep <= 0 || lower.length < keep) return Number.NEGATIVE_INFINITY;
+  return Float64Array.from(lower).sort()[lower.length - keep] as number;
+}

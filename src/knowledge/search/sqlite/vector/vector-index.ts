@@ -13,9 +13,13 @@
  * SQLite table stays the source of truth; in-process-copies.ts loads this copy and keeps it current.
  */
 import type { DocumentCandidate, IndexScope } from '../../chunk-store.js';
-import type { BoundedNearest } from '../fused-cosines.js';
 import type { AnnGraph } from './ann-graph.js';
-import type { VectorIndexOptions, VectorSource, VectorState } from './vector-types.js';
+import type {
+  BoundedNearest,
+  VectorIndexOptions,
+  VectorSource,
+  VectorState,
+} from './vector-types.js';
 import { VectorStore } from './vector-store.js';
 
 /**

@@ -6,7 +6,7 @@
  * index's business; here a row is a number.
  */
 import { Int8Matrix } from './dot-kernel.js';
-import { keepFloor } from '../fused-cosines.js';
+import { keepFloor } from '../common/top-k.js';
 import { TopK } from '../common/top-k.js';
 import type { VectorSource } from './vector-types.js';
 

@@ -50,3 +50,21 @@ export interface VectorState {
   /** The graph's keys, when the index has a graph. */
   graph?: GraphState;
 }
+
+/** Bounds of a candidate's exact cosine; equal when it is known (0 for a chunk without vector). */
+export interface CosineBounds {
+  lower: number;
+  upper: number;
+}
+
+/** A nearest-chunk candidate before its cosine is read (VectorIndex.nearestBounds; fused-cosines.ts reads them). */
+export interface BoundedNearest extends CosineBounds {
+  chunkId: string;
+  documentId: string;
+  /**
+   * Its place among its document's rows in the vector index: where the keyword index most likely
+   * holds it among that document's rows too (both add a document's chunks in the same order), a
+   * hint that spares a search of them (`KeywordIndex.scoresOf`).
+   */
+  place?: number;
+}
