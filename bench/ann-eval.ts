@@ -1,17 +1,19 @@
 /**
- * The approximate vector graph (src/knowledge/search/sqlite/ann-graph.ts) against the exact scan,
- * on the vectors of an existing SQLite database (e.g. one `bench:scale -- --keep --dir DIR` filled):
+ * The approximate vector graph (src/knowledge/search/sqlite/vector/ann-graph.ts) against the exact
+ * scan, on the vectors of an existing SQLite database (e.g. one `bench:scale -- --keep --dir DIR`
+ * filled):
  *
  *   npm run bench:ann -- DIR/aps.sqlite [rows] [--text] [--limit 10] [--lists 320,640]
  *                        [--graph FILE] [--links 32]
  *
- * Reports the graph's build time (in its worker thread, nothing else running), then per search list (the graph's
- * ef, `--lists`) search p50 / p95 (exact re-scoring from the table included) and recall@10 against
- * the scan, for 200 queries asking `--limit` candidates each (a retrieval of topK 10 asks 132):
- * near stored vectors (a stored vector plus small noise), or with `--text` bench:scale's text
- * queries (its sentence generator, seed 42) embedded by the default model, which lie farther from
- * the rows. `--graph FILE` keeps the built graph there and uses it on the next run (the same
- * database and rows: the graph is a function of them), since a million rows take half an hour.
+ * Reports the graph's build time (in its worker thread, nothing else running), then per search list
+ * (the graph's ef, `--lists`) search p50 / p95 (exact re-scoring from the table included) and
+ * recall@10 against the scan, for 200 queries asking `--limit` candidates each (a retrieval of topK
+ * 10 asks 132): near stored vectors (a stored vector plus small noise), or with `--text`
+ * bench:scale's text queries (its sentence generator, seed 42) embedded by the default model, which
+ * lie farther from the rows. `--graph FILE` keeps the built graph there and uses it on the next run
+ * (the same database and rows: the graph is a function of them), since a million rows take half an
+ * hour.
  */
 import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:convert -- --nesting [--baseline DIR] [--depths 1000,5000,20000,100000]
- * [--timeout S]`: conversion time of deeply nested documents (issue 11), which must grow linearly
- * with the depth: the last column, time per level, should stay roughly constant.
+ * [--timeout S]`: conversion time of deeply nested documents, which must grow linearly with the
+ * depth: the last column, time per level, should stay roughly constant.
  *
  * Each file goes through the built CLI (`dist/converter/cli.js`, so `npm run build` first) as the
  * server runs it, one process per file, killed after `--timeout` seconds. "convert ms" is the

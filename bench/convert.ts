@@ -7,10 +7,11 @@
  * and `tesseract` are on PATH, the same files go through them (one process per file, as they are
  * used) and the table shows how many times faster they are; otherwise "not installed".
  *
- * First, unless `--only throughput`: the PDF comparison of bench/pdf/compare.ts (issue 17) against
+ * First, unless `--only throughput`: the PDF comparison of bench/pdf/compare.ts against
  * pdftotext, `pdftotext -layout` and tesseract on real Debian manuals, LibreOffice PDFs with known
  * truth and scans; `--before <git ref>` adds that ref's converter as a column (before/after in one
- * run; `--after <ref>` pins the after column to a ref instead of the working tree), `--manuals a,b` picks manuals, `--no-scans` skips OCR, `--only compare` stops after it.
+ * run; `--after <ref>` pins the after column to a ref instead of the working tree),
+ * `--manuals a,b` picks manuals, `--no-scans` skips OCR, `--only compare` stops after it.
  *
  * Options: --pages N (text PDF pages, default 50), --scans N (scanned pages, default 3).
  * `--nesting` measures deeply nested documents instead (bench/convert-nesting.ts says how).

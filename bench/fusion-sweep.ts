@@ -1,6 +1,6 @@
 /**
- * Tunes the hybrid fusion (src/knowledge/fusion.ts) on the realdocs set, SciFact train and the
- * paraphrase set:
+ * Tunes the hybrid fusion (src/knowledge/retrieval/ranking.ts) on the realdocs set, SciFact train
+ * and the paraphrase set:
  *
  *   npx tsx bench/fusion-sweep.ts [--limit N] [--distractors 0] [--seed 42] [--dataset DIR]
  *     [--sets realdocs,scifact,paraphrase] [--dump] [--grid-h 0.1,0.2] [--grid-p 2,4]
@@ -172,7 +172,10 @@ async function prepare(set: EvalSet): Promise<Prepared[]> {
 const byScore = (a: Candidate, b: Candidate) =>
   b.score - a.score || (a.chunkId < b.chunkId ? -1 : a.chunkId > b.chunkId ? 1 : 0);
 
-/** The fusion before issue 14: absolute BM25 half 16, steepness 5, w 0.9, no coverage. */
+/**
+ * The baseline: the absolute fusion that the relative one replaced (BM25 half 16, steepness 5,
+ * w 0.9, no coverage).
+ */
 function before(p: Prepared): Candidate[] {
   let best = 0;
   const K = new Map<string, number>();
@@ -405,7 +408,7 @@ for (const r of rows) {
   console.log(`| ${isDefault(r.options) ? `**${r.label} (default)**` : r.label} | ${show(r)} |`);
 }
 
-// The issue's rule: realdocs MRR@10 ≥ BM25's on every question type, SciFact ≥ 0.70 and
+// The targets: realdocs MRR@10 ≥ BM25's on every question type, SciFact ≥ 0.70 and
 // paraphrase Recall@5 ≥ BM25's + 0.5; then the best realdocs MRR@10 overall.
 const bm25 = rows[0]!.e;
 const m = (e: Evaluation, key: string, metric: keyof QueryMetrics) =>

@@ -1,6 +1,6 @@
 /**
- * The cost of highlights (src/knowledge/highlights.ts): per hit, for SciFact abstracts as hits
- * and SciFact train queries, as retrieval computes them for its topK hits. And what segmenting
+ * The cost of highlights (src/knowledge/retrieval/highlights.ts): per hit, for SciFact abstracts as
+ * hits and SciFact train queries, as retrieval computes them for its topK hits. And what segmenting
  * (segment.ts) adds to indexing English text: segmentWords next to the lexer's own tokenizing.
  *
  *   npx tsx bench/highlights.ts [--queries 300] [--top 10]

@@ -1,9 +1,9 @@
 /**
- * What a hybrid search reads from the database, in process (issue 13). On an existing data
- * directory (e.g. one `bench:scale -- --keep --dir DIR` filled), the store loads its indexes as a
- * server does (snapshots, vector graph) and answers generated questions in hybrid mode, topK 10,
- * asked as the retrieval service asks them. Reported: p50 / p95 / mean of the store's search, the
- * time per search spent in SQLite statements, and the float32 vectors read per search.
+ * What a hybrid search reads from the database, in process. On an existing data directory (e.g. one
+ * `bench:scale -- --keep --dir DIR` filled), the store loads its indexes as a server does
+ * (snapshots, vector graph) and answers generated questions in hybrid mode, topK 10, asked as the
+ * retrieval service asks them. Reported: p50 / p95 / mean of the store's search, the time per
+ * search spent in SQLite statements, and the float32 vectors read per search.
  *
  *   npm run bench:hybrid-reads -- DIR [--queries 300] [--seed 42] [--build DIST] [--limit 100]
  *

@@ -1,5 +1,5 @@
 /**
- * Ingest on PostgreSQL, one build against another in the same run (issue 13):
+ * Ingest on PostgreSQL, one build against another in the same run:
  *
  *   npm run bench:ingest-pg -- --before-cli PATH [--cli dist/cli.js] [--docs 300]
  *                              [--concurrency 8] [--files 2] [--sections 5000] [--rounds 1]

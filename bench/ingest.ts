@@ -1,20 +1,20 @@
 /**
  * `npm run bench:ingest [-- --docs 5183 --concurrency 8 --overhead-docs 200 --before-docs 100
  *  --index-concurrency N]` (default: the server's own QUEUE_KNOWLEDGE_INDEX_CONCURRENCY):
- * ingestion throughput (issue 12).
+ * ingestion throughput.
  *
  * (a) Per-document overhead of the bundled converter on a small markdown file, three ways in one
- *     run: one `aps-convert` process per run (the old path, still used for external commands),
- *     the worker pool (knowledge/converting/pool.ts), and the server's own process, where indexing
+ *     run: one `aps-convert` process per run (the path of external commands), the worker pool
+ *     (knowledge/indexing/converting/worker-pool.ts), and the server's own process, where indexing
  *     converts small plain text and markdown (in-process.ts). Sequential, wall-clock per document.
  * (b) SciFact's abstracts (../shared/datasets/scifact/corpus.jsonl, read in place; one document
  *     per abstract, `# title` + text) through HTTP against a real server process (SQLite, static
  *     embeddings) with `--concurrency` clients: first every abstract uploaded alone (uploads-alone
  *     rate), then every abstract uploaded again (a variant, so not a duplicate) and indexed with
  *     `POST …/documents/{id}/index` (upload + index rate). `--before-docs N` repeats the upload +
- *     index phase for N documents on a server forced onto the old path (KNOWLEDGE_CONVERTER_PATH
- *     pointing at the bundled CLI: one process per run). Reports the pool's resident memory at
- *     rest (Linux /proc). Run `npm run build` first (the script does).
+ *     index phase for N documents on a server forced onto a process per run
+ *     (KNOWLEDGE_CONVERTER_PATH pointing at the bundled CLI: one process per run). Reports the
+ *     pool's resident memory at rest (Linux /proc). Run `npm run build` first (the script does).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * The in-process keyword search with and without pruning (keyword-maxscore.ts, issue 13), on an
+ * The in-process keyword search with and without pruning (keyword-maxscore.ts), on an
  * existing SQLite database (e.g. one `bench:scale -- --keep --dir DIR` filled), in one process:
  *
  *   npm run bench:keyword -- DIR/aps.sqlite [--queries 600] [--limit 132] [--seed 42]

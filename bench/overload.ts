@@ -1,6 +1,6 @@
 /**
  * `npm run bench:overload [-- --concurrency 500 --seconds 20 --docs 3000]`: fair service under
- * overload (issue 11). A real server process (`dist/cli.js serve`, SQLite) over a SciFact corpus
+ * overload. A real server process (`dist/cli.js serve`, SQLite) over a SciFact corpus
  * (the first `--docs` abstracts, uploaded and indexed over HTTP, ~1,000-character chunks; synthetic
  * text when the dataset is absent) is driven for `--seconds` by `--concurrency` clients, each
  * sending hybrid retrievals (SciFact claims) one after the other on its own keep-alive connection,

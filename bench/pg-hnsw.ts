@@ -1,5 +1,5 @@
 /**
- * PostgreSQL's HNSW recall at a million vectors (issue 13), without filling a million chunks
+ * PostgreSQL's HNSW recall at a million vectors, without filling a million chunks
  * through the store (~100 chunks/s on this machine: ~3 h): the vectors of a SQLite database that
  * bench:scale filled are copied into a vector table listed in `knowledge_vector_tables` (a
  * migrated database), the store's own graph is built over them by the store's own code
@@ -15,8 +15,8 @@
  * the database with `--keep` and reused when it is there (the graph takes the longest).
  *
  * `--limit N`: the first N vectors only (a table of its own).
- * `--raw`: also the curve of a graph over the raw vectors (what the store built before issue 13's
- * centring, and what a table made before keeps until its centred graph replaces it).
+ * `--raw`: also the curve of a graph over the raw, uncentred vectors (what an older table keeps
+ * until its centred graph replaces it).
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL keyword search, two builds side by side on one database (issue 13):
+ * PostgreSQL keyword search, two builds side by side on one database:
  *
  *   npm run bench:pg-keyword -- --url postgres://…/db [--before <build>/dist] [--scale 100000]
  *                               [--queries 200] [--seed 42]

@@ -1,5 +1,5 @@
 /**
- * The cost of the request path (issue 13): requests per second of an authenticated GET on a real
+ * The cost of the request path: requests per second of an authenticated GET on a real
  * `aps serve` process, beside a bare Fastify 5 server answering a JSON body of the same size
  * (bench/bare-fastify.ts), with autocannon, in the same run:
  *
@@ -12,8 +12,8 @@
  * more than once (builds labelled `before 1`, `before 2`, … in that order).
  *
  * Every run has a fresh server, started for it, warmed up, measured and stopped: two servers of one
- * build started together can differ by 20 µs a request for their whole life (issue 13, sixteenth
- * pass), so servers kept across a run compare their start-up luck as much as their builds. A round
+ * build started together can differ by 20 µs a request for their whole life (docs/performance.md),
+ * so servers kept across a run compare their start-up luck as much as their builds. A round
  * runs each build's raw key and JWT and the bare server, each round starting one target later.
  * The ratios are against the bare server of the same round (the machine's load changes between
  * rounds), and so is each server's CPU time per request (from /proc: the figure a loaded machine

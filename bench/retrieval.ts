@@ -1,5 +1,5 @@
 /**
- * Retrieval quality and speed through the product's own path (issue 5):
+ * Retrieval quality and speed through the product's own path:
  *
  *   npx tsx bench/retrieval.ts [--sets scifact,paraphrase] [--limit N] [--modes keyword,semantic,hybrid]
  *                              [--scale 10000,100000] [--scale-queries 200] [--files-per 5000]

@@ -1,5 +1,5 @@
 /**
- * The embedded default (SQLite) at scale, through real server processes (issue 13):
+ * The embedded default (SQLite) at scale, through real server processes:
  *
  *   npm run bench:scale -- [--chunks 100000] [--per-document 1000] [--queries 200]
  *                          [--recall-queries 50] [--cli dist/cli.js] [--before-cli PATH]

@@ -1,5 +1,5 @@
 /**
- * Spawn → listening of real server processes (issue 13), alternating builds on one data directory:
+ * Spawn → listening of real server processes, alternating builds on one data directory:
  *
  *   npm run bench:startup -- [--rounds 5] [--cli dist/cli.js] [--before-cli PATH] [--dir DIR]
  *

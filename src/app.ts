@@ -77,7 +77,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     closing = true;
   });
   // Responses finished while closing end their keep-alive connection, so close() can complete.
-  // (Hooks on every request take callbacks: no promise per hook, issue 13.)
+  // (Hooks on every request take callbacks: no promise per hook.)
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) void reply.header('connection', 'close');
     done(null, payload);

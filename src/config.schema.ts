@@ -190,6 +190,13 @@ export const ENV_SCHEMA = Type.Object({
     default: 64 * 1024 * 1024,
     description: 'Largest markdown (and stdout/stderr) a converter may produce.',
   }),
+  APS_CONVERT_MAX_INPUT_BYTES: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description:
+        "The bundled converter's limit on an input file (default 200 MiB; larger files fail as too large). Its processes inherit it from the server's environment; the server applies it to the small texts it converts in its own process too.",
+    }),
+  ),
   CONVERTER_WORKER_MAX_JOBS: Type.Integer({
     minimum: 1,
     maximum: 1_000_000,
@@ -240,7 +247,7 @@ export const ENV_SCHEMA = Type.Object({
     maximum: 1000,
     default: 40,
     description:
-      "How deep a hybrid retrieval looks on each side (at least topK × 4): the best keyword matches, and the nearest chunks, which are scored by their keywords too (a nearest chunk holding a query word is fused with its BM25). Deeper comes closer to the fusion of every chunk and costs time on a large collection (1M chunks, topK 10, against that ideal top 10: 40 shared 96 % / 89 % of its places with text / paraphrase questions at the speed 100 had without the nearest chunks' keywords (95 % / 89 %); 100 shared 99 % / 95 %, 17 % slower; docs/performance.md, thirteenth pass).",
+      'How deep a hybrid retrieval looks on each side (at least topK × 4): the best keyword matches, and the nearest chunks, which are scored by their keywords too (a nearest chunk holding a query word is fused with its BM25). Deeper comes closer to the fusion of every chunk and costs time on a large collection (1M chunks, topK 10: 40 shares 96 % of the places of that ideal top 10, 100 shares 99 % and is 17 % slower; docs/performance.md).',
   }),
   KNOWLEDGE_CONVERTER_PATH: Type.Optional(
     Type.String({

@@ -67,9 +67,11 @@ export interface Config {
     indexConcurrency: number;
     converterTimeoutMs: number;
     converterMaxOutputBytes: number;
-    /** Jobs after which a pooled converter worker is replaced. */
+    /** The bundled converter's input limit (APS_CONVERT_MAX_INPUT_BYTES); null: its default. */
+    converterMaxInputBytes: number | null;
     /** Bundled converter worker processes (never more than indexConcurrency). */
     converterWorkers: number;
+    /** Jobs after which a pooled converter worker is replaced. */
     converterWorkerMaxJobs: number;
     /** Memory limit of a pooled converter worker, in MiB. */
     converterWorkerMaxMemoryMb: number;
@@ -268,6 +270,7 @@ export function loadConfig(
       indexConcurrency: e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY,
       converterTimeoutMs: e.CONVERTER_TIMEOUT_MS,
       converterMaxOutputBytes: e.CONVERTER_MAX_OUTPUT_BYTES,
+      converterMaxInputBytes: e.APS_CONVERT_MAX_INPUT_BYTES ?? null,
       converterWorkers: Math.min(e.CONVERTER_WORKERS, e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY),
       converterWorkerMaxJobs: e.CONVERTER_WORKER_MAX_JOBS,
       converterWorkerMaxMemoryMb: e.CONVERTER_WORKER_MAX_MEMORY_MB,

@@ -59,7 +59,7 @@ function closeDirect(): void {
  * a turn (so arrival order holds) and the work started at once in this turn of the event loop
  * has not used its budget. A server that is not saturated then adds no timer hop (≥ 1 ms) to
  * every request, which capped a small authenticated GET at a fraction of a bare server's rate
- * (issue 13); under load the budget runs out and requests queue in fair turns as before.
+ * (docs/performance.md); under load the budget runs out and requests queue in fair turns.
  */
 export function mayStartNow(): boolean {
   if (waiting.length > 0) return false;

@@ -60,7 +60,7 @@ const LOG_FLUSH_MS = 100;
 /**
  * stdout through pino's asynchronous destination (sonic-boom), lines gathered into writes of
  * LOG_BUFFER_BYTES: one write per line (its own fs.write through libuv's thread pool) cost about
- * a fifth of the server's CPU on a small authenticated GET (issue 13). A line waits at most
+ * a fifth of the server's CPU on a small authenticated GET. A line waits at most
  * LOG_FLUSH_MS (an unref'd timer); pino flushes what is left synchronously when the process exits,
  * by `process.exit()` (graceful shutdown) or an uncaught error (Node emits `exit` then too).
  */

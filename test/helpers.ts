@@ -1,6 +1,9 @@
-/** Test factories: a real app on a fresh temporary SQLite database, with captured logs. */
+/**
+ * Test factories: a real app on a fresh temporary SQLite database, with captured logs; converter
+ * scripts and commands files the tests control; a seeded generator.
+ */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
@@ -161,4 +164,68 @@ export async function runJob<T>(
   } finally {
     jobFunctions.delete(key);
   }
+}
+
+/**
+ * A linear congruential generator in [0, 1) (glibc's constants). The tests that draw their corpus
+ * from it keep it: `seededRandom` (mulberry32) would draw other data from the same seed.
+ */
+export function lcgRandom(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    return s / 2147483648;
+  };
+}
+
+/** Writes `body` as an executable Node script `name` in `dir` (a converter the test controls). */
+export function converterScript(dir: string, name: string, body: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, `#!/usr/bin/env node\n${body}\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+/**
+ * A converter (`slow.mjs` in `dir`) that takes `ms`, then writes `markdown` as the document; with
+ * `runsLog`, each run first appends to that file the pid of the server process that started it.
+ */
+export function slowConverter(
+  dir: string,
+  options: { ms: number; markdown: string; runsLog?: string },
+): string {
+  const { ms, markdown, runsLog } = options;
+  const logRun =
+    runsLog === undefined
+      ? ''
+      : `appendFileSync(${JSON.stringify(runsLog)}, process.ppid + '\\n');\n`;
+  return converterScript(
+    dir,
+    'slow.mjs',
+    `import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+${logRun}const out = process.argv[3];
+setTimeout(() => {
+  mkdirSync(out, { recursive: true });
+  writeFileSync(out + '/document.md', ${JSON.stringify(markdown)});
+}, ${ms});`,
+  );
+}
+
+/** A commands file (KNOWLEDGE_COMMANDS_FILE) in `dir`: each command runs `script {input} {outputDir}`. */
+export function commandsFile(
+  dir: string,
+  commands: { id: string; description: string; script: string }[],
+): string {
+  const file = join(dir, 'commands.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      commands: commands.map(({ id, description, script }) => ({
+        id,
+        description,
+        argv: [script, '{input}', '{outputDir}'],
+      })),
+    }),
+  );
+  return file;
 }

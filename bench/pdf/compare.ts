@@ -1,5 +1,5 @@
 /**
- * The PDF comparison (`npm run bench:convert`, issue 17): this checkout's converter, optionally a
+ * The PDF comparison (`npm run bench:convert`): this checkout's converter, optionally a
  * baseline git ref's (`--before main`), `pdftotext`, `pdftotext -layout` and the `tesseract` CLI on
  * one set (corpus.ts), in one run. Every conversion is a process of its own, as the converter's
  * workers and the command-line tools run. Prints one markdown table with the ratios.

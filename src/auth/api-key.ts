@@ -31,8 +31,8 @@ export function displayHints(rawKey: string): { prefix: string; lastFour: string
 /**
  * JWTs are three dot-separated segments starting with a JSON header (`eyJ` is `{"`); API keys never
  * contain a dot. Only the shape picks the verifier: the token's signature check rejects anything
- * else. Two `indexOf`s, not a regular expression over the whole token (0.39 µs of a JWT request,
- * a 260-character token, in the CPU profile: issue 13).
+ * else. Two `indexOf`s, not a regular expression over the whole token (28 ns against 232 ns on a
+ * 260-character JWT: docs/performance.md).
  */
 export function looksLikeJwt(token: string): boolean {
   if (!token.startsWith('eyJ')) return false;

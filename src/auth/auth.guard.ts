@@ -76,7 +76,7 @@ export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
   // Each route gets its own check, first among its onRequest hooks (before a route's rate limit,
   // as a scope hook ran): its declarations are read once here, not from `request.routeOptions`
   // (an object built at every read) on every request, and a public route that cannot change
-  // state has no check at all (issue 13).
+  // state has no check at all.
   app.addHook('onRoute', (route) => {
     const config = route.config ?? {};
     const { access, mutates } = config;

@@ -53,7 +53,7 @@ export class SqliteRevocations implements RevocationGeneration {
 
   current(): number | null {
     // data_version once per turn of the event loop: the pragma opens a read transaction (it cost
-    // a fifth of the server's CPU on a small authenticated GET when read per request, issue 13).
+    // a fifth of the server's CPU on a small authenticated GET when read per request).
     // Requests of one turn see the same database state; the next turn sees any later commit.
     if (!this.checked) {
       this.checked = true;

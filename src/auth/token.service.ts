@@ -1,7 +1,7 @@
 /**
  * Short-lived JWTs minted from an API key: HS256 only, tied to a key that must stay unrevoked.
  * Minted with jose; verified on every request with node:crypto's HMAC (verifyHs256: a few
- * microseconds, where jose's verification cost 118–150 µs per call, issue 13).
+ * microseconds, where jose's verification cost 118–150 µs per call).
  */
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import { SignJWT } from 'jose';

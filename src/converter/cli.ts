@@ -13,8 +13,9 @@
  * APS_CONVERT_MAX_PIXELS (default 40 million) — larger images exit TOO_LARGE, larger PDF pages
  * are rendered at a lower resolution.
  *
- * `aps-convert --worker`: the server's converter pool (knowledge/converting/pool.ts) starts it
- * with an IPC channel and sends it job after job; see worker.ts for the protocol.
+ * `aps-convert --worker`: the server's converter pool
+ * (knowledge/indexing/converting/worker-pool.ts) starts it with an IPC channel and sends it job
+ * after job; see worker.ts for the protocol.
  */
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';

@@ -4,7 +4,7 @@
  * `meta.json` (ConverterMeta) into its output directory, and exits with one of EXIT_CODES.
  *
  * The only module both halves import: the `aps-convert` program (`src/converter/`) and the server
- * that runs it (`src/knowledge/converting/`, the chunker). Keep it free of imports.
+ * that runs it (`src/knowledge/indexing/converting/`, the chunker). Keep it free of imports.
  */
 
 /** The markdown the converter writes into its output directory. */
@@ -53,7 +53,7 @@ export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
 
 /**
  * The label the CLI puts before the message on stderr (`aps-convert: <label>: <message>`). The
- * server strips it again (knowledge/converting/failures.ts), so both read the labels here.
+ * server strips it again (knowledge/indexing/converting/failures.ts), so both read the labels here.
  */
 export const EXIT_LABELS: Record<ExitCode, string> = {
   [EXIT_CODES.OK]: 'ok',

@@ -87,19 +87,28 @@ async function timed<T>(timings: Record<string, number>, stage: string, fn: () =
   }
 }
 
-/** Whether markdown says nothing once page markers are set aside. */
-function isBlank(markdown: string): boolean {
-  return markdown.split('\n').every((line) => line.trim() === '' || PAGE_MARKER_PATTERN.test(line));
+/**
+ * Whether markdown says nothing. A binary format's page markers are set aside (an empty page still
+ * gets its marker); in a text format a line that looks like one is the file's own text.
+ */
+function saysNothing(markdown: string, kind: 'binary' | 'text'): boolean {
+  return markdown
+    .split('\n')
+    .every((line) => line.trim() === '' || (kind === 'binary' && PAGE_MARKER_PATTERN.test(line)));
 }
 
-function binaryResult(
+/**
+ * A conversion's markdown and meta; markdown that says nothing is NOTHING_EXTRACTABLE. Binary
+ * converters report "nothing found" themselves, with a reason; this catches one that does not.
+ */
+function conversionResult(
+  kind: 'binary' | 'text',
   format: string,
   conversion: BinaryConversion,
   command: CommandName,
   timings: Record<string, number>,
 ): ConvertFileResult {
-  // Converters report "nothing found" themselves, with a reason; this catches one that does not.
-  if (isBlank(conversion.markdown)) {
+  if (saysNothing(conversion.markdown, kind)) {
     throw new ConvertError(EXIT_CODES.NOTHING_EXTRACTABLE, `the ${format} file contains no text`);
   }
   return {
@@ -163,7 +172,7 @@ export async function convertFile(
         onProgress: options.onProgress,
       }),
     );
-    return binaryResult(detection.format, conversion, options.command, timings);
+    return conversionResult('binary', detection.format, conversion, options.command, timings);
   }
 
   // A small file is all in its head already.
@@ -183,23 +192,16 @@ async function textResult(
   const conversion = await timed(timings, 'convert', async () =>
     convertText(format, bytes, { rowsPerTable: options.rowsPerTable }),
   );
-  if (conversion.markdown.trim() === '') {
-    throw new ConvertError(EXIT_CODES.NOTHING_EXTRACTABLE, `the ${format} file contains no text`);
-  }
-  return {
+  // A text format has no pages, no OCR and no stages of its own.
+  const textConversion: BinaryConversion = {
     markdown: conversion.markdown,
-    meta: {
-      converter: CONVERTER_NAME,
-      converterVersion: CONVERTER_VERSION,
-      command: options.command,
-      format,
-      pages: null,
-      ocrPages: [],
-      ocrMeanConfidence: null,
-      warnings: conversion.warnings,
-      timings,
-    },
+    pages: null,
+    ocrPages: [],
+    ocrMeanConfidence: null,
+    warnings: conversion.warnings,
+    timings: {},
   };
+  return conversionResult('text', format, textConversion, options.command, timings);
 }
 
 /** The formats `convertSmallText` converts: a decode and a normalisation, linear in the size. */
@@ -209,7 +211,7 @@ const SMALL_TEXT_FORMATS: ReadonlySet<TextFormat> = new Set(['text', 'markdown']
  * What convertFile answers for a small plain-text or markdown file named `name` whose whole
  * content is `bytes` (at most SNIFF_BYTES); null for any other format, which needs a parser, and
  * for a file convertFile would refuse. The server converts such files in its own process instead
- * of a worker round trip (knowledge/converting/in-process.ts).
+ * of a worker round trip (knowledge/indexing/converting/in-process.ts).
  */
 export async function convertSmallText(
   name: string,

@@ -1,9 +1,9 @@
 /**
  * `aps-convert --worker`: converts job after job for the server's converter pool
- * (knowledge/converting/pool.ts), so a small file no longer pays for starting Node. Heavy modules
- * (pdf.js, tesseract, office parsers) load on the first file that needs them (formats/binary.ts)
- * and stay loaded. The pool keeps the isolation of one process per run: it kills this process on
- * timeout, abort, too much memory or output, and starts another.
+ * (knowledge/indexing/converting/worker-pool.ts), so a small file does not pay for starting Node.
+ * Heavy modules (pdf.js, tesseract, office parsers) load on the first file that needs them
+ * (formats/binary.ts) and stay loaded. The pool keeps the isolation of one process per run: it
+ * kills this process on timeout, abort, too much memory or output, and starts another.
  *
  * Protocol: Node's IPC channel (nothing else travels on it), one JSON message each way:
  * - in:  `{type: 'job', id, file, outputDir, command, lang, inlineMaxBytes}` (absolute paths),

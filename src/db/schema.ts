@@ -199,8 +199,8 @@ export interface TsvectorChunksTable {
 }
 
 /**
- * Keyword postings per (lexeme, document) (migration 0015, search/postgres/postings.ts): the
- * document's chunks holding the lexeme, packed (seq offsets from `seq_base`, lengths, counts).
+ * Keyword postings per (lexeme, document) (migration 0015, search/postgres/keyword/postings.ts):
+ * the document's chunks holding the lexeme, packed (seq offsets from `seq_base`, lengths, counts).
  */
 export interface FtsPostingsTable {
   lexeme: string;

@@ -96,7 +96,7 @@ function capConnections(app: FastifyInstance, limits: ConnectionLimits): void {
       else open.set(address, left);
     });
   });
-  // A callback hook: an async one costs a promise and a microtask hop on every request (issue 13).
+  // A callback hook: an async one costs a promise and a microtask hop on every request.
   app.addHook('onRequest', (request, _reply, done) => {
     done(
       refused.has(request.raw.socket) ? new AppError('TOO_MANY_CONNECTIONS', message) : undefined,

@@ -1,10 +1,11 @@
 /**
- * Route schemas compiled at their first use instead of before `listen` (issue 13: restart →
- * listening). Compiling every route's Ajv validators and fast-json-stringify serialisers took
- * about a third of the start-up's CPU; these wrappers defer each compilation until the route
- * first validates or serialises, and `compileAll` (run when the server listens) compiles the
- * rest in short slices with the event loop free in between, so a schema that does not compile
- * is still reported at start-up, just after the socket opens. Each wrapper compiles once.
+ * Route schemas compiled at their first use instead of before `listen`, so that a restart is
+ * listening sooner (docs/performance.md). Compiling every route's Ajv validators and
+ * fast-json-stringify serialisers took about a third of the start-up's CPU; these wrappers defer
+ * each compilation until the route first validates or serialises, and `compileAll` (run when the
+ * server listens) compiles the rest in short slices with the event loop free in between, so a
+ * schema that does not compile is still reported at start-up, just after the socket opens. Each
+ * wrapper compiles once.
  */
 
 /** An Ajv validate function as Fastify calls it (`schemaEnv` tells it to pass the parent). */

@@ -7,8 +7,8 @@
  *
  * A slot is held from `onRequest` until the response is finished or its connection closes (a
  * client that gives up frees its slot at once, whatever the handler is still doing). Admitted
- * requests then start in arrival order through `fairTurn()` (event-loop-turns.ts), or at once when nobody
- * waits and this turn of the event loop has budget left (`mayStartNow()`).
+ * requests then start in arrival order through `fairTurn()` (event-loop-turns.ts), or at once
+ * when nobody waits and this turn of the event loop has budget left (`mayStartNow()`).
  */
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
@@ -73,7 +73,7 @@ export function registerLoadShedding(
     }
     inFlight++;
     // 'close' follows the end of every response and a client's disconnect alike: exactly once
-    // per response. One listener shared by all requests: no closure per request (issue 13).
+    // per response. One listener shared by all requests: no closure per request.
     reply.raw.on('close', release);
     // Admitted requests start in arrival order, a few milliseconds of them per turn of the event
     // loop: at once while this turn has budget and nobody waits, else in a later turn.

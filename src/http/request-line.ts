@@ -3,9 +3,9 @@
  * `logger.info({reqId, req, res, responseTime}, 'request completed')`, built from the fixed shape
  * of its fields instead of pino's walk over an object (its key loop, nested `JSON.stringify`,
  * escaping checks): the line was the largest cost of a small authenticated GET left in our code
- * (issue 13). pino still supplies every part that is its own, through its exported `symbols`:
- * the level's prefix, the time, the bindings (pid, hostname) and the destination stream, so the
- * line reaches the same buffered stdout (or pino-pretty) as every other line.
+ * (docs/performance.md). pino still supplies every part that is its own, through its exported
+ * `symbols`: the level's prefix, the time, the bindings (pid, hostname) and the destination
+ * stream, so the line reaches the same buffered stdout (or pino-pretty) as every other line.
  *
  * Used only when the logger is a pino logger this shape matches (no log formatter, mixin, hook,
  * message prefix or multistream, message key `msg`); otherwise `lineWriter` returns undefined and

@@ -5,7 +5,7 @@
  * reach `info` is LOG_REQUESTS (`requestLineLevel`): by default those that change state, fail or
  * are slow; a quick successful read (GET, HEAD, OPTIONS: the console's and agents' polls) is
  * written at `debug`. Writing that line cost a fifth to a quarter of the server's CPU on a small
- * authenticated GET (issue 13). Fastify's default writes both lines at `info`, each serialising
+ * authenticated GET. Fastify's default writes both lines at `info`, each serialising
  * the whole request or reply. The line is built from named fields only (no header, so no
  * credential, reaches it), so it is written through a child of the root logger without
  * redaction: pino's redaction of the wildcard paths copies every logged object and cost ~10 µs
@@ -125,7 +125,7 @@ function enabled(method: string, level: string): boolean {
 /**
  * A request's `request.log`, which becomes a real pino child (bound to the request id) at its
  * first line. Most requests write nothing through it (their one line goes through RequestLog),
- * and pino's child() cost ~1.5 µs per request (its bindings serialised, redacted), issue 13. Its
+ * and pino's child() cost ~1.5 µs per request (its bindings serialised, redacted). Its
  * `level` is the child's without making it: the route's `logLevel`, else the parent's.
  */
 export class LazyChildLogger implements FastifyBaseLogger {

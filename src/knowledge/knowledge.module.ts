@@ -1,7 +1,7 @@
 /**
  * Wires the knowledge base (storage, chunk store, converter commands, embedder, services, the
- * indexing job) and starts it: `start()` is the start-up housekeeping the server runs before it
- * listens.
+ * indexing job, and the documents service's hooks to events and the job) and starts it: `start()`
+ * is the start-up housekeeping the server runs before it listens.
  */
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';

@@ -60,6 +60,7 @@ export function knowledgeConfig(overrides: Partial<Config['knowledge']> = {}): C
     indexConcurrency: 1,
     converterTimeoutMs: 30_000,
     converterMaxOutputBytes: 64 * 1024 * 1024,
+    converterMaxInputBytes: null,
     converterWorkers: 1,
     converterWorkerMaxJobs: 500,
     converterWorkerMaxMemoryMb: 2048,

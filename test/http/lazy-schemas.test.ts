@@ -1,4 +1,4 @@
-/** Route schemas compile at first use, and every one of the real app's compiles (issue 13). */
+/** Route schemas compile at first use, and every one of the real app's compiles. */
 import { describe, expect, it } from 'vitest';
 import { compileRouteSchemas } from '../../src/app.js';
 import { LazySchemas, type Validate } from '../../src/http/lazy-schemas.js';

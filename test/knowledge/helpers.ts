@@ -1,17 +1,22 @@
+/** Helpers for knowledge HTTP tests: multipart bodies built by hand, upload/index shortcuts. */
 import type { AppContext } from '../../src/context.js';
 import type { SqliteDatabase } from '../../src/db/database.js';
 import { sql } from 'kysely';
-/** Helpers for knowledge HTTP tests: multipart bodies built by hand, upload/index shortcuts. */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { chmodSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { ChunkStore, NewChunk } from '../../src/knowledge/search/chunk-store.js';
 import type {
   IndexRow,
   VectorSource,
 } from '../../src/knowledge/search/sqlite/vector/vector-index.js';
-import { bearer, createTestApp, type TestApp } from '../helpers.js';
+import {
+  bearer,
+  commandsFile,
+  converterScript,
+  createTestApp,
+  slowConverter,
+  type TestApp,
+} from '../helpers.js';
 
 export type Part =
   | { name: string; value: string }
@@ -156,35 +161,21 @@ export class KnowledgeClient {
 
 /** A converter command file with scripts the tests control (hang, crash, slow). */
 export function fakeConverters(dir: string): string {
-  const script = (name: string, body: string) => {
-    const path = join(dir, name);
-    writeFileSync(path, `#!/usr/bin/env node\n${body}\n`);
-    chmodSync(path, 0o755);
-    return path;
-  };
-  const hang = script('hang.mjs', 'setInterval(() => {}, 1000);');
-  const crash = script(
+  const hang = converterScript(dir, 'hang.mjs', 'setInterval(() => {}, 1000);');
+  const crash = converterScript(
+    dir,
     'crash.mjs',
     "process.stderr.write('segfault in parser\\n'); process.kill(process.pid, 'SIGSEGV');",
   );
-  const slow = script(
-    'slow.mjs',
-    `import { writeFileSync, mkdirSync } from 'node:fs';
-const out = process.argv[3];
-setTimeout(() => { mkdirSync(out, { recursive: true }); writeFileSync(out + '/document.md', '# Slow\\n\\nSlowly converted text about turtles.'); }, 700);`,
-  );
-  const file = join(dir, 'commands.json');
-  writeFileSync(
-    file,
-    JSON.stringify({
-      commands: [
-        { id: 'hang', description: 'hangs forever', argv: [hang, '{input}', '{outputDir}'] },
-        { id: 'crash', description: 'crashes', argv: [crash, '{input}', '{outputDir}'] },
-        { id: 'slow', description: 'takes 0.7 s', argv: [slow, '{input}', '{outputDir}'] },
-      ],
-    }),
-  );
-  return file;
+  const slow = slowConverter(dir, {
+    ms: 700,
+    markdown: '# Slow\n\nSlowly converted text about turtles.',
+  });
+  return commandsFile(dir, [
+    { id: 'hang', description: 'hangs forever', script: hang },
+    { id: 'crash', description: 'crashes', script: crash },
+    { id: 'slow', description: 'takes 0.7 s', script: slow },
+  ]);
 }
 
 export async function knowledgeApp(env: Record<string, string> = {}, dir?: string) {

@@ -27,13 +27,7 @@ import {
 } from '../../src/knowledge/search/postgres/vector/vector-graph.js';
 import { SqliteChunkStore } from '../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { tempDir } from '../helpers.js';
-import {
-  freshDatabase,
-  instrumentedPool,
-  openMigrated,
-  TEST_DATABASE_URL,
-  type FreshDatabase,
-} from './pg.js';
+import { instrumentedPool, migratedDatabase, TEST_DATABASE_URL } from './pg.js';
 import {
   addDocument,
   chunk,
@@ -72,23 +66,15 @@ async function expectStatisticsExact(pool: pg.Pool): Promise<void> {
 }
 
 describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
-  let fresh: FreshDatabase;
-  let database: PostgresDatabase;
+  const fresh = migratedDatabase();
   let pool: pg.Pool;
   let db: Db;
   let store: PostgresChunkStore;
   const random = seededRandom(7);
 
-  beforeAll(async () => {
-    fresh = await freshDatabase();
-    database = await openMigrated(fresh.url);
-    pool = database.pool;
-    db = database.db;
+  beforeAll(() => {
+    ({ pool, db } = fresh.database);
     store = new PostgresChunkStore(pool);
-  }, 60_000);
-  afterAll(async () => {
-    await database.close();
-    await fresh.drop();
   });
 
   describe('commits and deletes', () => {
@@ -425,15 +411,14 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
     let sqlite: ReturnType<typeof openSqlite>;
     let lite: SqliteChunkStore;
     let pgStore: PostgresChunkStore;
-    let isolated: FreshDatabase;
+    // Its own database: BM25 statistics are collection-wide.
+    const isolated = migratedDatabase();
     let pgDatabase: PostgresDatabase;
     let sqliteDir: string;
     const queries: string[] = [];
 
     beforeAll(async () => {
-      // Its own database: BM25 statistics are collection-wide.
-      isolated = await freshDatabase();
-      pgDatabase = await openMigrated(isolated.url);
+      pgDatabase = isolated.database;
       pgStore = new PostgresChunkStore(pgDatabase.pool);
       sqliteDir = tempDir();
       sqlite = openSqlite(join(sqliteDir, 'parity.sqlite'));
@@ -501,8 +486,6 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
     afterAll(async () => {
       await sqlite.close();
       rmSync(sqliteDir, { recursive: true, force: true });
-      await pgDatabase.close();
-      await isolated.drop();
     });
 
     it('returns the same chunks in the same order with the same BM25 scores', async () => {
@@ -627,7 +610,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
       chunk(`small ${i}`, randomVector(random, D)),
     );
     const docs: Record<string, Doc> = {};
-    let isolated: FreshDatabase;
+    const isolated = migratedDatabase();
     let recallDb: PostgresDatabase;
 
     const exact = (chunks: readonly NewChunk[], q: Float32Array, k: number) =>
@@ -638,8 +621,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         .map((c) => c.id);
 
     beforeAll(async () => {
-      isolated = await freshDatabase();
-      recallDb = await openMigrated(isolated.url);
+      recallDb = isolated.database;
       // Past 1,000 chunks the table gets its (centred) HNSW graph.
       const s = new PostgresChunkStore(recallDb.pool, { exactSearchMax: 1000 });
       for (const [name, chunks, project] of [
@@ -652,10 +634,6 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
       }
       await s.buildGraphs();
     }, 120_000);
-    afterAll(async () => {
-      await recallDb.close();
-      await isolated.drop();
-    });
 
     it('finds every chunk of a narrow scope, in exact order (exact search)', async () => {
       const s = new PostgresChunkStore(recallDb.pool);

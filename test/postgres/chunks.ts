@@ -1,6 +1,6 @@
 /**
  * Chunks for the PostgreSQL store's tests: vectors, document rows being indexed, commits and
- * requests (shared by chunk-store.test.ts and vector-graph.test.ts).
+ * requests (shared by chunk-store.test.ts, vector-graph.test.ts and table-sizes.test.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/schema.js';

@@ -7,11 +7,10 @@
  * afterwards requests succeed and no document is left `indexing`.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_EMBEDDING_CACHE, tempDir } from '../helpers.js';
+import { commandsFile, slowConverter, TEST_EMBEDDING_CACHE, tempDir } from '../helpers.js';
 import { freePort, startInstance, TestCluster, type Instance } from './instances.js';
 import { TEST_DATABASE_URL } from './pg.js';
 
@@ -85,26 +84,11 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL restarting under lo
     port = await freePort();
     await cluster.start(port);
     // A converter that takes 1.5 s, so that an indexing run is in flight when the database stops.
-    const slow = join(work, 'slow.mjs');
-    writeFileSync(
-      slow,
-      `#!/usr/bin/env node
-import { mkdirSync, writeFileSync } from 'node:fs';
-const out = process.argv[3];
-setTimeout(() => {
-  mkdirSync(out, { recursive: true });
-  writeFileSync(out + '/document.md', '# Tides\\n\\nThe tide tables of the northern harbour list every spring tide.');
-}, 1500);
-`,
-    );
-    chmodSync(slow, 0o755);
-    const commands = join(work, 'commands.json');
-    writeFileSync(
-      commands,
-      JSON.stringify({
-        commands: [{ id: 'slow', description: '1.5 s', argv: [slow, '{input}', '{outputDir}'] }],
-      }),
-    );
+    const slow = slowConverter(work, {
+      ms: 1500,
+      markdown: '# Tides\n\nThe tide tables of the northern harbour list every spring tide.',
+    });
+    const commands = commandsFile(work, [{ id: 'slow', description: '1.5 s', script: slow }]);
     const env = {
       NODE_ENV: 'test',
       LOG_LEVEL: 'warn',

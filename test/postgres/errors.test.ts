@@ -74,8 +74,8 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL failures', () => {
     message: expect.stringMatching(/retry/) as string,
   };
 
-  // Before: pg-pool removes its error listener while a connection is checked out, and the
-  // `error` event of a connection broken then was unhandled: the process died.
+  // pg-pool removes its error listener while a connection is checked out: unless the server
+  // listens too, the `error` event of a connection broken then is unhandled and kills the process.
   it('a connection broken while checked out fails its query (503) and the process lives on', async () => {
     const fresh = await freshDatabase();
     const database = await open(fresh.url, 2);
@@ -112,7 +112,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL failures', () => {
     }
   });
 
-  // Before: pg's connectionTimeoutMillis was 0, so a request waited for a connection forever.
+  // pg's connectionTimeoutMillis defaults to 0: left so, a request waits for a connection forever.
   it('waits at most DATABASE_CONNECT_TIMEOUT_MS for a connection, then answers 503', async () => {
     const fresh = await freshDatabase();
     const database = await open(fresh.url, 1, 300);

@@ -1,22 +1,16 @@
 /**
- * The postings cache of PostgreSQL keyword search (issue 13): two stores on one database stand
+ * The postings cache of PostgreSQL keyword search: two stores on one database stand
  * for two instances. Whatever one writes (a re-index, a delete) or another process does to a
  * document's status (a failed re-index), the other's next search sees it, as if it had no cache;
  * and a search from the cache reads no postings rows. Runs only when TEST_DATABASE_URL is set.
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresDatabase } from '../../src/db/database.js';
 import type { Evidence, NewChunk, SearchRequest } from '../../src/knowledge/search/chunk-store.js';
 import { PostgresChunkStore } from '../../src/knowledge/search/postgres/postgres-chunk-store.js';
-import {
-  freshDatabase,
-  instrumentedPool,
-  openMigrated,
-  TEST_DATABASE_URL,
-  type FreshDatabase,
-} from './pg.js';
+import { instrumentedPool, migratedDatabase, TEST_DATABASE_URL } from './pg.js';
 
 const MODEL = 'test-model';
 const DIMS = 4;
@@ -37,7 +31,7 @@ function recordingPool(
 }
 
 describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL keyword postings cache', () => {
-  let fresh: FreshDatabase;
+  const fresh = migratedDatabase();
   let database: PostgresDatabase;
   /** The instance that writes. */
   let writer: PostgresChunkStore;
@@ -45,15 +39,10 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL keyword postings ca
   let reader: PostgresChunkStore;
   const statements: string[] = [];
 
-  beforeAll(async () => {
-    fresh = await freshDatabase();
-    database = await openMigrated(fresh.url);
+  beforeAll(() => {
+    ({ database } = fresh);
     writer = new PostgresChunkStore(database.pool);
     reader = new PostgresChunkStore(recordingPool(database.pool, statements));
-  }, 60_000);
-  afterAll(async () => {
-    await database.close();
-    await fresh.drop();
   });
 
   const addDocument = async (): Promise<{ id: string; token: string }> => {

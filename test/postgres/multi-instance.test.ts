@@ -4,10 +4,10 @@
  * by the other, with nothing lost or duplicated.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_EMBEDDING_CACHE, tempDir } from '../helpers.js';
+import { commandsFile, slowConverter, TEST_EMBEDDING_CACHE, tempDir } from '../helpers.js';
 import { startInstance, type Instance } from './instances.js';
 import { freshDatabase, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
 
@@ -84,29 +84,12 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('two instances on one PostgreSQ
   beforeAll(async () => {
     database = await freshDatabase();
     // A converter that records which server process runs it, then takes 4 s.
-    const slow = join(work, 'slow.mjs');
-    writeFileSync(
-      slow,
-      `#!/usr/bin/env node
-import { mkdirSync, writeFileSync, appendFileSync } from 'node:fs';
-appendFileSync(${JSON.stringify(join(work, 'runs.log'))}, process.ppid + '\\n');
-const out = process.argv[3];
-setTimeout(() => {
-  mkdirSync(out, { recursive: true });
-  writeFileSync(out + '/document.md', '# Ledger\\n\\nThe lighthouse keeper logs every passing ship in the ledger.');
-}, 4000);
-`,
-    );
-    chmodSync(slow, 0o755);
-    const commands = join(work, 'commands.json');
-    writeFileSync(
-      commands,
-      JSON.stringify({
-        commands: [
-          { id: 'slow', description: 'takes 4 s', argv: [slow, '{input}', '{outputDir}'] },
-        ],
-      }),
-    );
+    const slow = slowConverter(work, {
+      ms: 4000,
+      markdown: '# Ledger\n\nThe lighthouse keeper logs every passing ship in the ledger.',
+      runsLog: join(work, 'runs.log'),
+    });
+    const commands = commandsFile(work, [{ id: 'slow', description: 'takes 4 s', script: slow }]);
     const env = {
       NODE_ENV: 'test',
       LOG_LEVEL: 'warn',
@@ -155,8 +138,8 @@ setTimeout(() => {
   }, 60_000);
 
   it('keeps the job of a large document on a healthy instance (short lease): no stall, no take-over', async () => {
-    // ~3,400 chunks: the keyword rows of such a commit, built in one pass, held the event loop
-    // longer than the 2 s lease; the other instance took the job and failed it as "deleted".
+    // ~3,400 chunks: built in one pass, the keyword rows of such a commit would hold the event loop
+    // longer than the 2 s lease, and the other instance would take the job and fail it as "deleted".
     const words = 'harbor lantern quartz meadow circuit orbit signal river'.split(' ');
     const paragraphs = Array.from({ length: 3400 }, (_, i) =>
       Array.from({ length: 150 }, (_, j) => words[(i * 7 + j * 3) % words.length]).join(' '),

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { openDatabase, type PostgresDatabase } from '../../src/db/database.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
 import { migrate } from '../../src/db/migrator.js';
@@ -60,6 +61,46 @@ export async function openMigrated(
     throw new Error(`migrations failed: ${state.errorMessage}`);
   }
   return database;
+}
+
+/** The database of {@link migratedDatabase}; read it in hooks and tests, once its beforeAll ran. */
+export interface MigratedDatabase {
+  readonly url: string;
+  readonly name: string;
+  readonly database: PostgresDatabase;
+}
+
+/**
+ * A fresh, migrated database for the `describe` block that calls this: made in a beforeAll that
+ * runs before the block's own later ones, closed and dropped in an afterAll that runs after the
+ * block's own (hooks run as a stack).
+ */
+export function migratedDatabase(statementTimeoutMs?: number): MigratedDatabase {
+  let fresh: FreshDatabase | undefined;
+  let database: PostgresDatabase | undefined;
+  beforeAll(async () => {
+    fresh = await freshDatabase();
+    database = await openMigrated(fresh.url, statementTimeoutMs);
+  }, 60_000);
+  afterAll(async () => {
+    await database?.close();
+    await fresh?.drop();
+  });
+  const ready = () => {
+    if (fresh === undefined || database === undefined) throw new Error('no database yet');
+    return { fresh, database };
+  };
+  return {
+    get url() {
+      return ready().fresh.url;
+    },
+    get name() {
+      return ready().fresh.name;
+    },
+    get database() {
+      return ready().database;
+    },
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL revocation generation (issue 13): every bump of `api_key_generation` is NOTIFYed
+ * The PostgreSQL revocation generation: every bump of `api_key_generation` is NOTIFYed
  * with its committed value, and each instance adopts that value as it arrives. A bump this
  * instance already read (its own revocation) or an older one changes nothing, so there is no
  * window in which the generation is unknown and every request pays a full verification. Runs only
@@ -9,22 +9,19 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { PostgresDatabase } from '../../src/db/database.js';
 import { PostgresRevocations } from '../../src/auth/revocations-postgres.js';
-import { freshDatabase, openMigrated, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
+import { migratedDatabase, TEST_DATABASE_URL } from './pg.js';
 
 describe.skipIf(TEST_DATABASE_URL === undefined)('PostgreSQL revocation generation', () => {
-  let fresh: FreshDatabase;
+  const fresh = migratedDatabase();
   let database: PostgresDatabase;
   let revocations: PostgresRevocations;
 
-  beforeAll(async () => {
-    fresh = await freshDatabase();
-    database = await openMigrated(fresh.url);
+  beforeAll(() => {
+    ({ database } = fresh);
     revocations = new PostgresRevocations(database.pool, pino({ level: 'silent' }));
-  }, 60_000);
+  });
   afterAll(async () => {
     await revocations.close();
-    await database.close();
-    await fresh.drop();
   });
 
   /** A bump as another instance commits it: its own connection, its own transaction. */

@@ -1,6 +1,6 @@
 /**
- * PostgresStorage details beyond the behaviour shared with LocalStorage (test/knowledge/storage.test.ts):
- * the chunk layout, atomic commits, damage detection, key checks, index use, collation and memory.
+ * PostgresStorage details beyond the behaviour shared with LocalStorage
+ * (test/knowledge/storage/storage.test.ts): the chunk layout, atomic commits, damage detection, key checks, index use, collation and memory.
  * Runs only when TEST_DATABASE_URL is set.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { PostgresDatabase } from '../../src/db/database.js';
 import { CHUNK_BYTES, PostgresStorage } from '../../src/knowledge/storage/postgres-storage.js';
 import { tempDir } from '../helpers.js';
-import { freshDatabase, openMigrated, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
+import { migratedDatabase, openMigrated, TEST_DATABASE_URL } from './pg.js';
 
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
 const tooLarge = () => new Error('too large');
@@ -23,20 +23,15 @@ const MiB = 1024 * 1024;
 const scratchEntries = (dir: string) => (existsSync(dir) ? readdirSync(dir) : []);
 
 describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresStorage', () => {
-  let fresh: FreshDatabase;
+  const fresh = migratedDatabase(30_000);
   let database: PostgresDatabase;
   let pool: pg.Pool;
   let scratchDir: string;
   let storage: PostgresStorage;
 
-  beforeAll(async () => {
-    fresh = await freshDatabase();
-    database = await openMigrated(fresh.url, 30_000);
+  beforeAll(() => {
+    ({ database } = fresh);
     pool = database.pool;
-  }, 60_000);
-  afterAll(async () => {
-    await database.close();
-    await fresh.drop();
   });
   beforeEach(async () => {
     await pool.query('delete from aps_files');

@@ -4,38 +4,27 @@
  * estimated past `exactSearchMax`. Runs only when TEST_DATABASE_URL is set.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresDatabase } from '../../src/db/database.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import type { NewChunk } from '../../src/knowledge/search/chunk-store.js';
 import { PostgresChunkStore } from '../../src/knowledge/search/postgres/postgres-chunk-store.js';
 import { TableSizes } from '../../src/knowledge/search/postgres/vector/table-sizes.js';
 import { addDocument, chunk, commit, cosine, ids, near, request, semanticOnly } from './chunks.js';
-import {
-  freshDatabase,
-  instrumentedPool,
-  openMigrated,
-  TEST_DATABASE_URL,
-  type FreshDatabase,
-} from './pg.js';
+import { instrumentedPool, migratedDatabase, TEST_DATABASE_URL } from './pg.js';
 
 const D = 16;
 
 describe.skipIf(TEST_DATABASE_URL === undefined)('vector table sizes', () => {
-  let fresh: FreshDatabase;
+  const fresh = migratedDatabase();
   let database: PostgresDatabase;
   let pool: pg.Pool;
   const random = seededRandom(23);
   const base = near(new Float32Array(D).fill(1), random, 0);
 
-  beforeAll(async () => {
-    fresh = await freshDatabase();
-    database = await openMigrated(fresh.url);
+  beforeAll(() => {
+    ({ database } = fresh);
     pool = database.pool;
-  }, 60_000);
-  afterAll(async () => {
-    await database.close();
-    await fresh.drop();
   });
 
   it('estimates a table from the statistics, asks again once old, and forgets a dropped one', async () => {

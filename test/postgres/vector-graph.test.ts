@@ -6,7 +6,7 @@
  * when TEST_DATABASE_URL is set.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresDatabase } from '../../src/db/database.js';
 import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import type { NewChunk } from '../../src/knowledge/search/chunk-store.js';
@@ -22,15 +22,15 @@ import { addDocument, chunk, commit, cosine, ids, near, request, semanticOnly } 
 import {
   freshDatabase,
   instrumentedPool,
+  migratedDatabase,
   openMigrated,
   TEST_DATABASE_URL,
-  type FreshDatabase,
 } from './pg.js';
 
 const D = 16;
 
 describe.skipIf(TEST_DATABASE_URL === undefined)('the centred HNSW graph', () => {
-  let fresh: FreshDatabase;
+  const fresh = migratedDatabase();
   let database: PostgresDatabase;
   let pool: pg.Pool;
   const random = seededRandom(11);
@@ -38,14 +38,9 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('the centred HNSW graph', () =>
   const base = near(new Float32Array(D).fill(1), random, 0);
   const vectors = (n: number) => Array.from({ length: n }, () => near(base, random, 1.2));
 
-  beforeAll(async () => {
-    fresh = await freshDatabase();
-    database = await openMigrated(fresh.url);
+  beforeAll(() => {
+    ({ database } = fresh);
     pool = database.pool;
-  }, 60_000);
-  afterAll(async () => {
-    await database.close();
-    await fresh.drop();
   });
 
   const recorded = async (model: string) =>

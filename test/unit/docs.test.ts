@@ -68,7 +68,14 @@ describe('docs/architecture.md', () => {
 });
 
 describe('links between the README and docs/', () => {
-  const pages = ['README.md', 'docs/architecture.md', 'docs/performance.md'];
+  const pages = [
+    'README.md',
+    'docs/architecture.md',
+    'docs/development.md',
+    'docs/knowledge-base.md',
+    'docs/performance.md',
+    'docs/ways-in.md',
+  ];
   const markdown = new MarkdownIt();
   const tokensOf = (page: string) => markdown.parse(readFileSync(join(root, page), 'utf8'), {});
 

@@ -10,14 +10,29 @@ import type {
 } from '../../../src/auth/auth.schemas.js';
 import type { HealthSchema } from '../../../src/health/health.schemas.js';
 import type { BatchResultSchema } from '../../../src/knowledge/ingest/ingest.schemas.js';
-import type { CommandsSchema, ConverterStatusSchema } from '../../../src/knowledge/indexing/indexing.schemas.js';
-import type { DocumentPageSchema, KnowledgeStatusSchema, ProjectsSchema } from '../../../src/knowledge/documents/documents.schemas.js';
+import type {
+  CommandsSchema,
+  ConverterStatusSchema,
+} from '../../../src/knowledge/indexing/indexing.schemas.js';
+import type {
+  DocumentPageSchema,
+  KnowledgeStatusSchema,
+  ProjectsSchema,
+} from '../../../src/knowledge/documents/documents.schemas.js';
 import type { RetrieveResultSchema } from '../../../src/knowledge/retrieval/retrieval.schemas.js';
 
 import type { KnowledgeDocument } from '../../../src/knowledge/documents/documents.schemas.js';
 
-export type { DocumentMetadata, KnowledgeChunk, KnowledgeDocument, Progress } from '../../../src/knowledge/documents/documents.schemas.js';
-export type { RetrievalHit, RetrieveBody } from '../../../src/knowledge/retrieval/retrieval.schemas.js';
+export type {
+  DocumentMetadata,
+  KnowledgeChunk,
+  KnowledgeDocument,
+  Progress,
+} from '../../../src/knowledge/documents/documents.schemas.js';
+export type {
+  RetrievalHit,
+  RetrieveBody,
+} from '../../../src/knowledge/retrieval/retrieval.schemas.js';
 export type { MarkdownResult } from '../../../src/knowledge/markdown/markdown.schemas.js';
 
 export type ApiKeyRecord = Static<typeof ApiKeyRecordSchema>;

@@ -2,8 +2,8 @@
  * Tesseract itself (tesseract.js-core: Tesseract and Leptonica compiled to WebAssembly, the engine
  * tesseract.js wraps), run in this thread. tesseract.js would start a worker thread per session
  * and copy every page into it (a structured clone, then a file in the worker's in-memory file
- * system that stays until the next page): on a 300-dpi A4 page that peaked ~65 MB above this
- * (issue 17). The converter is a process of its own, so a page's recognition may hold its thread.
+ * system that stays until the next page): on a 300-dpi A4 page that peaked ~65 MB above this.
+ * The converter is a process of its own, so a page's recognition may hold its thread.
  */
 import { readFile } from 'node:fs/promises';
 import { setFlagsFromString } from 'node:v8';
@@ -22,10 +22,9 @@ const INPUT = '/input';
  * V8 compiles WebAssembly twice by default: every function first with its baseline compiler
  * (Liftoff), then the hot ones again with TurboFan on background threads, while both codes and the
  * compilers' working memory are alive. For Tesseract that tier-up was 40–80 MB of the converter's
- * peak RSS, varying with the threads' timing (issue 17: 242–290 MB on a 3-page scan, against
- * 200–212 MB with TurboFan alone, same CPU time: recognition is hot code, the baseline tier gained
- * nothing). Set before the module is compiled; it concerns only WebAssembly compiled later in this
- * process, which is a converter of its own (or a test).
+ * peak RSS, varying with the threads' timing, for no gain in CPU time: recognition is hot code, the
+ * baseline tier gained nothing. Set before the module is compiled; it concerns only WebAssembly
+ * compiled later in this process, which is a converter of its own (or a test).
  */
 function compileWasmWithTurbofanOnly(): void {
   setFlagsFromString('--no-liftoff');

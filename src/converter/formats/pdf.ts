@@ -130,8 +130,8 @@ function countNamed(nodes: OutlineNode[], limit: number): number {
 /**
  * The outline (bookmarks) as entries with the page each points to; [] when there is none or it
  * cannot be read (headings then come from the text alone). A manual's outline names hundreds of
- * destinations: they are read in one request then, not one each (gnuplot's 648: 0.5 s → 0.1 s),
- * and each page reference is resolved once.
+ * destinations (gnuplot's: 648): they are read in one request then, not one each, and each page
+ * reference is resolved once.
  */
 async function readOutline(doc: PDFDocumentProxy): Promise<OutlineEntry[]> {
   const entries: OutlineEntry[] = [];

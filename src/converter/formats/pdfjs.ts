@@ -1,7 +1,6 @@
 /**
- * pdf.js as this process runs it, loaded once (profiled on the Debian manuals of the PDF
- * comparison, issue 17). Two things in pdf.js's Node build cost more than the text extraction
- * they serve:
+ * pdf.js as this process runs it, loaded once (profiled on long text PDFs: Debian manuals). Two
+ * things in pdf.js's Node build cost more than the text extraction they serve:
  *
  * - The legacy build (the one for Node) bundles core-js, which on Node 20 (V8 < 12.2) judges the
  *   native `Array.prototype.push` and `JSON.parse`/`stringify` non-conforming in corners nobody

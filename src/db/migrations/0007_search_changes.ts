@@ -2,8 +2,9 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../database.js';
 
 /**
- * (SQLite) What the in-process search indexes need to follow writes of other processes without
- * reloading everything, and to find a document's keyword rows without scanning:
+ * (SQLite) What the in-process copies of the search tables (search/sqlite/copies/) need to follow
+ * writes of other processes without reloading everything, and to find a document's keyword rows
+ * without scanning:
  *
  * - `knowledge_chunks.fts_rowid`: the chunk's row in knowledge_chunks_fts (whose `chunk_id` and
  *   `document_id` columns are not indexed), filled for the existing chunks.

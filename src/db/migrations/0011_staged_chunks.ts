@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../database.js';
 
 /**
- * Large documents without stalls (issue 12).
+ * Large documents without stalls.
  *
  * - (SQLite) `knowledge_chunks.run_token`: the indexing run that wrote the chunk, and
  *   `knowledge_documents.chunk_token`: the run whose chunks are the document's current ones. A
@@ -10,7 +10,7 @@ import type { Database } from '../database.js';
  *   by setting `chunk_token` (one short update); the replaced chunks are purged in slices after.
  *   Chunks written before this migration have a null token, as have their documents.
  *   PostgreSQL writes a document's chunks in one MVCC transaction: the columns stay null there.
- * - (SQLite) chunk numbers unique per document and run (was: per document).
+ * - (SQLite) chunk numbers unique per document and run (instead of per document).
  *
  * Deleting a document hides its row first (status `deleting`, a row state the API never shows)
  * and purges its rows in slices; nothing in the schema changes for that.

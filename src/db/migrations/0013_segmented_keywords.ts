@@ -1,23 +1,25 @@
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { PoolClient } from 'pg';
-import {
-  keywordRows,
-  deleteKeywordRows,
-  updateStatistics,
-} from '../../knowledge/search/postgres/keyword/keyword-rows.js';
-import { Stemmer } from '../../knowledge/search/postgres/keyword/words.js';
-import { needsSegmenting, segmentWords } from '../../knowledge/search/segment.js';
 import type { Database } from '../database.js';
+import {
+  deleteKeywordRows,
+  keywordRows,
+  updateStatistics,
+} from './0013_segmented_keywords/keyword-rows.js';
+import { needsSegmenting, segmentWords } from './0013_segmented_keywords/segment.js';
+import { Stemmer } from './0013_segmented_keywords/words.js';
 
 /**
- * Keyword rows of Chinese, Japanese and Thai text cut into words (issue 14): runs of scripts
- * written without spaces were one token each ("训练数据" found nothing); since this build the
- * keyword indexes read them through segment.ts. This re-writes the keyword rows of the chunks
- * indexed before that hold such text, so they match the queries of this build:
+ * Keyword rows of Chinese, Japanese and Thai text cut into words: runs of scripts written
+ * without spaces were one token each ("训练数据" found nothing) until the keyword indexes read
+ * them through knowledge/search/segment.ts. This re-writes the keyword rows of the chunks indexed
+ * before that hold such text, so they match segmented queries:
  * - SQLite: the FTS5 row's columns, segmented (the chunk row keeps its text);
  * - PostgreSQL: the tsvector rows and BM25 statistics of each document with such text, rebuilt
  *   as a commit builds them.
- * Other chunks are untouched (their keyword text is the same either way).
+ * Other chunks are untouched (their keyword text is the same either way). The segmentation, words
+ * and keyword rows it writes are its own frozen copies (./0013_segmented_keywords/), so that
+ * later edits of knowledge/ do not change what it does.
  */
 export async function up(db: Kysely<unknown>, driver: Database['driver']): Promise<void> {
   if (driver === 'sqlite') await segmentSqlite(db);

@@ -1,12 +1,11 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../database.js';
-import { ISO_DATE_PATTERN } from '../../knowledge/filter/iso-date.js';
 
 /**
  * (PostgreSQL) `aps_iso_ms(text)`: milliseconds since the epoch of an ISO date of the form
- * document filters compare (knowledge/filter/iso-date.ts: the same pattern, real calendar days),
- * else null, never an error, so a filter over free-form metadata strings cannot fail a query.
- * SQLite evaluates filters in JavaScript (knowledge/filter/sql.ts): nothing to create there.
+ * document filters compare (the same pattern as knowledge/filter/iso-date.ts, real calendar
+ * days), else null, never an error, so a filter over free-form metadata strings cannot fail a
+ * query. SQLite evaluates filters in JavaScript (knowledge/filter/sql.ts): nothing to create there.
  */
 export async function up(db: Kysely<unknown>, driver: Database['driver']): Promise<void> {
   if (driver !== 'postgres') return;
@@ -25,3 +24,16 @@ export async function up(db: Kysely<unknown>, driver: Database['driver']): Promi
     )
     .execute(db);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Frozen copy as of this migration: ISO_DATE_PATTERN of knowledge/filter/iso-date.ts. A migration
+// never imports from knowledge/, so that editing the live code cannot change what this migration
+// creates; a later change of the accepted dates is a new migration.
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The accepted form, in a syntax both JavaScript and PostgreSQL regular expressions read:
+ * `YYYY-MM-DD`, or a date and time with a zone, `YYYY-MM-DDTHH:MM[:SS[.fff]](Z|±HH:MM)`.
+ */
+const ISO_DATE_PATTERN =
+  '^[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}(T([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\\.[0-9]{1,3})?)?(Z|[+-](0[0-9]|1[0-4]):[0-5][0-9]))?$';

@@ -1,20 +1,20 @@
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { PoolClient } from 'pg';
+import type { Database } from '../database.js';
 import {
   DOUBLED_WEIGHTS,
   insertPostings,
   type ChunkPostings,
-} from '../../knowledge/search/postgres/keyword/postings.js';
-import type { Database } from '../database.js';
+} from './0015_postings_and_key_generation/postings.js';
 
 /**
- * Issue 13:
  * - both: `api_key_generation`, one counter bumped by every revocation and rotation, so that
  *   each instance can keep verified keys and tokens in memory and drop them the moment a key is
  *   revoked anywhere (auth/revocations.ts);
  * - PostgreSQL: `knowledge_fts_postings`, the keyword postings per (lexeme, document)
- *   (knowledge/search/postgres/postings.ts), filled from the existing tsvector rows, and an index
- *   on `knowledge_chunks_fts.seq` (a search finds its top chunks by seq).
+ *   (knowledge/search/postgres/keyword/postings.ts), filled from the existing tsvector rows by
+ *   this migration's own frozen copy of the writer (./0015_postings_and_key_generation/), and an
+ *   index on `knowledge_chunks_fts.seq` (a search finds its top chunks by seq).
  */
 export async function up(db: Kysely<unknown>, driver: Database['driver']): Promise<void> {
   await sql`create table api_key_generation (

@@ -2,14 +2,14 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../database.js';
 
 /**
- * Issue 13 (PostgreSQL only): `knowledge_fts_stats.generation`, a counter of what a keyword
- * search reads besides the statistics: the postings rows and which documents are searchable. Each
- * instance keeps the postings of hot lexemes in memory (search/postgres/postings-cache.ts) and
- * trusts them only while the generation it read in the search's snapshot is the one they were
- * read at, so a change made by any instance is seen by every other at its next search.
+ * (PostgreSQL) `knowledge_fts_stats.generation`, a counter of what a keyword search reads besides
+ * the statistics: the postings rows and which documents are searchable. Each instance keeps the
+ * postings of hot lexemes in memory (search/postgres/keyword/postings-cache.ts) and trusts them
+ * only while the generation it read in the search's snapshot is the one they were read at, so a
+ * change made by any instance is seen by every other at its next search.
  *
  * - the chunk store bumps it where it writes postings, with the statistics (last in the
- *   transaction, as before: the row is held briefly);
+ *   transaction, so the row is held briefly);
  * - a trigger bumps it when a document enters or leaves the searchable statuses (`indexed`,
  *   `indexing`: chunk-store.ts SEARCHABLE) without its postings changing: a failed re-index
  *   (`failed`), a delete (`deleting`), a new run of a failed document (`indexing`).

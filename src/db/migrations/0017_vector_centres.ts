@@ -2,11 +2,11 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../database.js';
 
 /**
- * Issue 13 (PostgreSQL only): `knowledge_vector_tables.centre`, the vector a table's HNSW graph
- * is centred on (search/postgres/vector-graph.ts), as a pgvector literal; null until the table
- * first holds more chunks than are searched exactly and its centred graph is built. Tables made
- * before keep their graph over the raw vectors until then (the store replaces it in the
- * background). Safe to run again (`if not exists`); nothing to backfill.
+ * (PostgreSQL) `knowledge_vector_tables.centre`, the vector a table's HNSW graph is centred on
+ * (search/postgres/vector/vector-graph.ts), as a pgvector literal; null until the table first holds
+ * more chunks than are searched exactly and its centred graph is built. Tables made before keep
+ * their graph over the raw vectors until then (the store replaces it in the background). Safe to
+ * run again (`if not exists`); nothing to backfill.
  */
 export async function up(db: Kysely<unknown>, driver: Database['driver']): Promise<void> {
   if (driver !== 'postgres') return;

@@ -1,7 +1,7 @@
 /**
- * Sections of the chunker (markdown-chunker.ts): the split zones it marks, a heading-only section joined to
- * the deeper section after it, and the kinds a chunk can be marked with (`heading`: nothing but
- * heading lines; `toc`: mostly table-of-contents or index entries).
+ * Sections of the chunker (markdown-chunker.ts): the split zones it marks, a heading-only section
+ * joined to the deeper section after it, and the kinds a chunk can be marked with (`heading`:
+ * nothing but heading lines; `toc`: mostly table-of-contents or index entries).
  */
 
 export interface Section {

@@ -1,8 +1,8 @@
 /**
- * A document's chunks (markdown-chunker.ts) with the hashes of their embedding texts. A large document is
- * chunked in a worker thread (chunk-worker.ts), one per run, so that the event loop is never held
- * for the seconds a 30 MB text takes; a small one in line, where a thread would cost more than the
- * chunking.
+ * A document's chunks (markdown-chunker.ts) with the hashes of their embedding texts. A large
+ * document is chunked in a worker thread (chunk-worker.ts), one per run, so that the event loop is
+ * never held for the seconds a 30 MB text takes; a small one in line, where a thread would cost
+ * more than the chunking.
  */
 import { spawnWorkerModule } from '../../worker-threads.js';
 import { chunkMarkdown, type Chunk, type ChunkOptions } from './markdown-chunker.js';

@@ -1,6 +1,6 @@
 // Pure, deterministic, markdown-aware chunker (upload → markdown → chunk → embed → retrieve).
 //
-// Guarantees (checked by test/knowledge/chunker.test.ts):
+// Guarantees (checked by test/knowledge/chunking/markdown-chunker.test.ts):
 // - Body: the input with every page-marker line (a line matching PAGE_MARKER_PATTERN, with its
 //   "\n") removed. Markers are recognised everywhere, even inside code fences: they belong to the
 //   converter's protocol, not to the document, and must never reach a chunk.

@@ -1,4 +1,9 @@
-/** Rules of knowledge documents: upload (with de-duplication), listing, chunks and deletion. */
+/**
+ * Rules of knowledge documents: upload (with de-duplication), listing, chunks and deletion. What
+ * the rest of the module must hear (a document created or deleted, a run to cancel) goes out
+ * through DocumentsHooks, which knowledge.module.ts wires to events/ and the indexing job: this
+ * file imports neither.
+ */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';

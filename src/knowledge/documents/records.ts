@@ -1,4 +1,7 @@
-/** Database rows → API resources (the spec's field names). */
+/**
+ * Database rows → API resources (the spec's field names): a document (toDocument) and a chunk
+ * (toChunk). A retrieval hit is made in retrieval/hits.ts.
+ */
 import type { ChunkRow, DocumentRow } from '../../db/schema.js';
 import type { KnowledgeChunk, KnowledgeDocument, Progress } from './documents.schemas.js';
 

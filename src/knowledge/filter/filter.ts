@@ -3,10 +3,10 @@
  * tree (`FilterNode`) that the JS evaluator (evaluate.ts) and the SQL compilers (sql.ts) share.
  *
  * Field names: the document fields `name`, `fileType`, `source` and `createdAt` are written bare;
- * any other bare name is a metadata key (`{"lang": "en"}`, as users write it and as the issue's
- * contract shows). `metadata.<key>` (everything after the first dot is the key, dots included)
- * always names a metadata key, which is how to reach a key spelt like a document field
- * (`metadata.name`); clients that build filters from user keys should use that spelling.
+ * any other bare name is a metadata key (`{"lang": "en"}`, as users write it). `metadata.<key>`
+ * (everything after the first dot is the key, dots included) always names a metadata key, which is
+ * how to reach a key spelt like a document field (`metadata.name`); clients that build filters from
+ * user keys should use that spelling.
  *
  * Operators: a value (equality), `$eq`, `$ne`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
  * `$exists`; `$and` / `$or` (arrays of filters); several keys in one object all apply. Types are

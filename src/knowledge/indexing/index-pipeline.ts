@@ -2,8 +2,8 @@
  * One indexing run, in three stages:
  *
  * 1. convert: the converter process on a local copy of the source file, into a scratch directory;
- * 2. chunk and embed: the markdown into chunks (markdown-chunker.ts), each embedded with its section trail,
- *    reusing the stored vector of any identical text of the same model;
+ * 2. chunk and embed: the markdown into chunks (markdown-chunker.ts), each embedded with its
+ *    section trail, reusing the stored vector of any identical text of the same model;
  * 3. commit: the markdown stored, then one transaction swaps the document's chunks, vectors and
  *    keyword rows and marks it indexed, if the run still holds the document's `index_token`
  *    (deleting the document, or a newer run, removes it: a stale run then writes nothing).

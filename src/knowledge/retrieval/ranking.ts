@@ -18,11 +18,11 @@
  *   gap   = (best BM25 − the next lower BM25 among the candidates) / M      (the best alone: its own)
  *
  * Why relative: a query's BM25 grows with its words and their rarity, so one absolute half
- * (BM25 16, the fusion before) reads a single rare identifier matched in full (BM25 5–13) as weak
- * evidence and lets a noisy cosine overtake it; r says how much of what this query could score a
- * passage holds, whatever the query's length. T keeps the previous fusion's behaviour where every
- * query word is common (a tiny collection, where FTS5's idf collapses to ~0): there M is ~0, so
- * even a "full" match says nothing and the cosine ranks.
+ * (such as BM25 16) reads a single rare identifier matched in full (BM25 5–13) as weak evidence
+ * and lets a noisy cosine overtake it; r says how much of what this query could score a passage
+ * holds, whatever the query's length. T lets the cosine rank where every query word is common (a
+ * tiny collection, where FTS5's idf collapses to ~0): there M is ~0, so even a "full" match says
+ * nothing.
  * Why coverage: the static model has no vector for identifiers (`BZ_NO_STDIO`, `CrcWordByWord`);
  * a query made of them gets a vector from its few known words, so its cosine is noise. Coverage
  * (EmbeddingProvider.embedSearchQuery: the informative share of the query the model knows; 1 for
@@ -32,15 +32,15 @@
  * level say whether the corpus answers at all, which `minScore` reads. A passage that answers
  * usually stands out from the other keyword matches; when the best match scores like the next one,
  * the query's words are merely common to the topic (on-topic questions that the documents do not
- * answer: realdocs' unanswerable set, README) and every score of the query is lowered by up to
+ * answer: realdocs' unanswerable set, docs/knowledge-base.md) and every score of the query is lowered by up to
  * standOutWeight. Exact duplicates (equal BM25) do not count as the next match.
  *
- * Invariants (property tests in test/unit/knowledge/ranking.test.ts): scores in [0, 1); the order is the
- * order without S; a score never falls when the passage's own cosine rises, nor its score before S
- * when its BM25 rises, and raising one passage's BM25 never lowers its rank (it can only shrink
- * the others' room); a score is at least S × the passage's keyword evidence K; with coverage 0 the
- * order is the keyword order (the cosine only ranks meaning-only passages among themselves, below
- * every match); the score never rises when coverage falls.
+ * Invariants (property tests in test/unit/knowledge/ranking.test.ts): scores in [0, 1); the order
+ * is the order without S; a score never falls when the passage's own cosine rises, nor its score
+ * before S when its BM25 rises, and raising one passage's BM25 never lowers its rank (it can only
+ * shrink the others' room); a score is at least S × the passage's keyword evidence K; with
+ * coverage 0 the order is the keyword order (the cosine only ranks meaning-only passages among
+ * themselves, below every match); the score never rises when coverage falls.
  * Comparable across queries: where a query has a strong keyword match, scores ≈ K; where it has
  * none, scores ≈ denseWeight × coverage × cosine.
  */
@@ -175,7 +175,7 @@ export function fuse(
  * A passage's score for one query, as `fuse` gives it, from its raw BM25 (0 without a keyword
  * match) and its cosine; `keyword` (the query's keyword candidates) fixes the room and S.
  * Non-decreasing in both, so bounds of a cosine bound the score: a hybrid search reads the exact
- * cosine only of the candidates that could still enter the answer (search/fused-cosines.ts).
+ * cosine only of the candidates that could still enter the answer (search/sqlite/fused-cosines.ts).
  */
 export function fusedScorer(
   keyword: readonly Candidate[],

@@ -1,7 +1,7 @@
 /**
  * A retrieval: the query embedded once (hybrid waits a bounded time, then answers from keywords),
  * the store's candidates within the scope ranked by ranking.ts (the scores of each mode are
- * defined there), then the hits with their highlights.
+ * defined there), then the hits (hits.ts) with their highlights (highlights.ts).
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';

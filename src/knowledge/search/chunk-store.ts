@@ -1,8 +1,10 @@
 /**
- * Where chunks, their vectors and their keyword index live, written together in one transaction:
- * the interface both engines implement, and what they share. SQLite (sqlite/): chunk rows, an FTS5
- * table and vector tables, searched through in-process copies. PostgreSQL (postgres/): chunk
- * rows, a tsvector table with BM25 statistics, and pgvector tables with HNSW indexes.
+ * Where chunks, their vectors and their keyword index live, written together and made current in
+ * one step: the interface both engines implement (ChunkStore), and what they share: the search
+ * request, the Ranking a store calls inside its read snapshot (retrieval/ranking.ts makes it), and
+ * the hits in rank order (`inRankOrder`). SQLite (sqlite/): chunk rows, an FTS5 table and vector
+ * tables, searched through in-process copies. PostgreSQL (postgres/): chunk rows, a tsvector
+ * table with BM25 statistics, and pgvector tables with HNSW indexes.
  */
 import { createHash } from 'node:crypto';
 import type { ChunkRow, DocumentRow, KnowledgeDocumentsTable } from '../../db/schema.js';
@@ -26,7 +28,7 @@ export interface SearchFilter {
 }
 
 /**
- * The scope as the in-process indexes apply it: `documents`, when set, the documents a filter
+ * The scope as the in-process copies apply it: `documents`, when set, the documents a filter
  * (or `documentIds`) left, resolved in the search's snapshot.
  */
 export interface IndexScope {
@@ -214,7 +216,7 @@ export interface ChunkStore {
    * returns how many chunks that covered. Stores that search in the database do nothing.
    */
   warm(model: string): Promise<number>;
-  /** Stops the store's background work (SQLite: saving the search indexes). */
+  /** Stops the store's background work (SQLite: saving snapshots of the in-process copies). */
   close?(): Promise<void>;
   /**
    * Replaces the document's chunks and index rows and marks it indexed (version + 1): searches

@@ -164,14 +164,28 @@ export class ZipArchive {
       );
     }
     const declared = entry.uncompressedSize;
-    if (this.total + declared > this.limits.maxUncompressedBytes) {
+    this.checkInflated(name, entry, declared, this.total + declared);
+  }
+
+  /**
+   * Refuses an entry of `entryBytes` inflated bytes when the document would then hold
+   * `documentBytes` (past maxUncompressedBytes) or the entry compresses too well to be genuine.
+   * The same check runs on the sizes a header declares and on the bytes actually inflated.
+   */
+  private checkInflated(
+    name: string,
+    entry: Entry,
+    entryBytes: number,
+    documentBytes: number,
+  ): void {
+    if (documentBytes > this.limits.maxUncompressedBytes) {
       throw tooLarge(
         `the document's content exceeds ${mib(this.limits.maxUncompressedBytes)} when uncompressed`,
       );
     }
     if (
-      declared > RATIO_MIN_BYTES &&
-      declared / Math.max(1, entry.compressedSize) > MAX_COMPRESSION_RATIO
+      entryBytes > RATIO_MIN_BYTES &&
+      entryBytes / Math.max(1, entry.compressedSize) > MAX_COMPRESSION_RATIO
     ) {
       throw tooLarge(
         `the part ${name} is a decompression bomb (compressed more than ${MAX_COMPRESSION_RATIO}:1)`,
@@ -207,19 +221,7 @@ export class ZipArchive {
             `the part ${name} inflates beyond its declared size (a decompression bomb)`,
           );
         }
-        if (this.total > this.limits.maxUncompressedBytes) {
-          throw tooLarge(
-            `the document's content exceeds ${mib(this.limits.maxUncompressedBytes)} when uncompressed`,
-          );
-        }
-        if (
-          actual > RATIO_MIN_BYTES &&
-          actual / Math.max(1, entry.compressedSize) > MAX_COMPRESSION_RATIO
-        ) {
-          throw tooLarge(
-            `the part ${name} is a decompression bomb (compressed more than ${MAX_COMPRESSION_RATIO}:1)`,
-          );
-        }
+        this.checkInflated(name, entry, actual, this.total);
         this.inflateMs += performance.now() - started;
         yield chunk;
         started = performance.now();

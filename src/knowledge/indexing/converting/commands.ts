@@ -1,7 +1,8 @@
 /**
  * Converter commands: what `GET …/knowledge/commands` lists and what indexing runs. Built in: the
- * bundled `aps-convert` (`auto`, `text`, `ocr`). More come from KNOWLEDGE_COMMANDS_FILE as argv templates
- * with `{input}` / `{outputDir}` placeholders — run without a shell, so no quoting rules apply.
+ * bundled `aps-convert` (`auto`, `text`, `ocr`). More come from KNOWLEDGE_COMMANDS_FILE as argv
+ * templates with `{input}` / `{outputDir}` placeholders — run without a shell, so no quoting rules
+ * apply.
  */
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';

@@ -5,7 +5,7 @@
  * trip (IPC both ways, the worker's CPU) is most of what indexing a small note costs.
  *
  * Anything else — a larger file, HTML, CSV, JSON, a binary format, a file the converter would
- * refuse — answers null, and the pool converts it (and reports any failure) as before.
+ * refuse — answers null, and the pool converts it (and reports any failure).
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -17,7 +17,8 @@ export const IN_PROCESS_MAX_BYTES = 64 * 1024;
 
 /**
  * The whole file when it is a regular file of 1..`max` bytes, else null. Synchronous: one read of
- * at most 64 KiB from the local disk costs microseconds, four thread-pool round trips more than that.
+ * at most 64 KiB from the local disk costs microseconds, four thread-pool round trips more than
+ * that.
  */
 function readSmallFile(path: string, max: number): Buffer | null {
   let fd: number;
@@ -37,32 +38,28 @@ function readSmallFile(path: string, max: number): Buffer | null {
   }
 }
 
-/** The converter's own limit on input size, when its environment sets one below ours. */
-function inputLimit(): number {
-  const raw = Number(process.env.APS_CONVERT_MAX_INPUT_BYTES);
-  return Number.isSafeInteger(raw) && raw > 0
-    ? Math.min(raw, IN_PROCESS_MAX_BYTES)
-    : IN_PROCESS_MAX_BYTES;
-}
-
 /**
  * The bundled converter's result for `input` computed here, or null when the worker pool must
- * convert it. `maxOutputBytes` is the run's limit on markdown.
+ * convert it. `maxOutputBytes` is the run's limit on markdown; `maxInputBytes` the converter's
+ * own limit on its input (APS_CONVERT_MAX_INPUT_BYTES; null: its default, above ours).
  */
 export async function convertInProcess(
   input: string,
   command: string,
-  maxOutputBytes: number,
+  limits: { maxOutputBytes: number; maxInputBytes: number | null },
 ): Promise<ConverterResult | null> {
   const start = performance.now();
-  const bytes = readSmallFile(input, inputLimit());
+  const max = Math.min(limits.maxInputBytes ?? IN_PROCESS_MAX_BYTES, IN_PROCESS_MAX_BYTES);
+  const bytes = readSmallFile(input, max);
   if (bytes === null) return null;
   // Loaded on first use: the server that never sees a text file never loads the converter's code.
   const { COMMANDS, convertSmallText } = await import('../../../converter/convert-file.js');
   const name = COMMANDS.find((c) => c === command);
   if (name === undefined) return null;
   const converted = await convertSmallText(basename(input), bytes, name);
-  if (converted === null || Buffer.byteLength(converted.markdown) > maxOutputBytes) return null;
+  if (converted === null || Buffer.byteLength(converted.markdown) > limits.maxOutputBytes) {
+    return null;
+  }
   const durationMs = performance.now() - start;
   converted.meta.timings.total = Math.round(durationMs * 10) / 10;
   return {

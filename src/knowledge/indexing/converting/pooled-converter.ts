@@ -1,7 +1,8 @@
 /**
  * The convert function indexing uses: the bundled converter's commands run on the worker pool
- * (worker-pool.ts) — small plain text and markdown in this process (in-process.ts) —, every other command (KNOWLEDGE_COMMANDS_FILE, a KNOWLEDGE_CONVERTER_PATH binary)
- * as one process per run (runner.ts), exactly as before the pool.
+ * (worker-pool.ts) — small plain text and markdown in this process (in-process.ts) —, every other
+ * command (KNOWLEDGE_COMMANDS_FILE, a KNOWLEDGE_CONVERTER_PATH binary) as one process per run
+ * (runner.ts).
  */
 import { resolve } from 'node:path';
 import type { Config } from '../../../config.js';
@@ -33,7 +34,10 @@ export type ConvertFunction = (
   opts: RunConverterOptions,
 ) => Promise<ConverterResult>;
 
-/** The argv of the built-in commands: `[…invocation, {input}, --output-dir, {outputDir}, --command, <name>]`. */
+/**
+ * The argv of the built-in commands:
+ * `[…invocation, {input}, --output-dir, {outputDir}, --command, <name>]`.
+ */
 function pooledCommandName(command: ConverterCommand, invocation: string[]): string | null {
   if (command.builtin !== true) return null;
   const { argv } = command;
@@ -74,7 +78,10 @@ export function createPooledConverter(config: Config['knowledge']): PooledConver
       await checkScript(command); // a missing dist/ is reported as such
       scriptFound = true;
     }
-    const small = await convertInProcess(input, name, opts.maxOutputBytes);
+    const small = await convertInProcess(input, name, {
+      maxOutputBytes: opts.maxOutputBytes,
+      maxInputBytes: config.converterMaxInputBytes,
+    });
     if (small !== null) return small;
     // The worker creates the output directory only for output too large to send back.
     const values = { input: resolve(input), outputDir: resolve(outputDir) };

@@ -108,7 +108,7 @@ export class PostgresSearches {
       vector === null ? null : await this.vectors.table(client, model, vector.length, false);
     // A hybrid search takes the `limit` nearest chunks (the answer's own length of them, as
     // `fusedTop`, rank as nearest) and also scores them by their keywords: those that hold a query
-    // word join the keyword candidates with their BM25 (as on SQLite, sqlite-chunk-store.ts).
+    // word join the keyword candidates with their BM25 (as on SQLite, sqlite-searches.ts).
     const hybrid = words.length > 0 && vector !== null && table !== null;
     const depth = vectorDepth(request, ranking);
     const nearest =

@@ -4,9 +4,10 @@
  * (at a million chunks, a hybrid search's reads of ~60 vectors were a third of its time). Yet an
  * answer of ten needs few of them exactly.
  *
- * Every candidate's cosine has bounds without a read (its int8 copy's, vector-rows.ts
- * `cosineBounds`), and fusion is non-decreasing in the cosine (ranking.ts `fusedScorer`), so a
- * candidate's fused score lies between its score at the lower bound and at the upper one. With
+ * Every candidate's cosine has bounds without a read (its int8 copy's, vector/vector-rows.ts
+ * `cosineBounds`), and fusion is non-decreasing in the cosine (retrieval/ranking.ts
+ * `fusedScorer`), so a candidate's fused score lies between its score at the lower bound and at
+ * the upper one. With
  * the `top`-th best of the lower scores as the floor, a candidate whose upper score is below it
  * scores less than `top` others: it cannot enter the answer, and only the others are read.
  *
@@ -17,7 +18,7 @@
  *   does every farther chunk without a keyword match (at most its score): such a chunk read
  *   instead cannot enter the answer either.
  * Which of several chunks with the very same cosine (duplicates) count as the nearest is left
- * to the order they come in, as before.
+ * to the order they come in, as when every cosine is read.
  */
 import type { Candidate } from '../chunk-store.js';
 import { keepFloor } from './common/top-k.js';
@@ -71,10 +72,10 @@ export interface CosineSource {
 }
 
 /**
- * The evidence of a fused answer of `top` (ranking.ts `fuse`), given the keyword candidates and the
- * chunks that can be among the `top` nearest (`nearestContenders`): every keyword candidate, the
- * best `top` of the nearest chunks whose cosine was read, and the cosines read (only those
- * `cosinesNeeded` names).
+ * The evidence of a fused answer of `top` (retrieval/ranking.ts `fuse`), given the keyword
+ * candidates and the chunks that can be among the `top` nearest (`nearestContenders`): every
+ * keyword candidate, the best `top` of the nearest chunks whose cosine was read, and the cosines
+ * read (only those `cosinesNeeded` names).
  */
 export function fusedEvidence(
   keyword: readonly Candidate[],

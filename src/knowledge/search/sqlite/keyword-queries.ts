@@ -1,8 +1,8 @@
 /**
- * The keyword side of a search on SQLite, from the query's text: its words as the in-process
- * index's lexemes (keyword-index.ts), or FTS5 itself for a phrase query (a word FTS5 cuts in
- * several tokens); its largest attainable BM25; and the BM25 of chosen chunks (a hybrid search's
- * nearest ones, sqlite-chunk-store.ts). The scores are FTS5's either way.
+ * The keyword side of a search on SQLite (sqlite-searches.ts asks it), from the query's text: its
+ * words as the in-process keyword index's lexemes (keyword/keyword-index.ts), or FTS5 itself for a
+ * phrase query (a word FTS5 cuts in several tokens); its largest attainable BM25; and the BM25 of
+ * chosen chunks (a hybrid search's nearest ones). The scores are FTS5's either way.
  */
 import { SEARCHABLE, type Candidate, type IndexScope } from '../chunk-store.js';
 import { queryWordGroups } from '../query-terms.js';

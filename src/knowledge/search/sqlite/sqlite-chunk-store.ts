@@ -1,7 +1,9 @@
 /**
  * ChunkStore on SQLite: chunk rows, an FTS5 keyword table and a plain vector table per model,
- * written in one synchronous better-sqlite3 transaction (nothing can interleave with it), and
- * searched through in-process copies of both indexes (in-process-copies.ts). SQLite-only SQL lives
+ * searched through in-process copies of both (copies/in-process-copies.ts). This class wires the
+ * parts: the writes, in short synchronous better-sqlite3 transactions made current in one step
+ * (sqlite-chunk-writes.ts); the searches, in one read snapshot (sqlite-searches.ts); and the
+ * copies' load at start-up and their snapshots (copies/copies-loader.ts). SQLite-only SQL lives
  * here, in this folder and in the SQLite dialect module.
  */
 import type BetterSqlite3 from 'better-sqlite3';
@@ -30,12 +32,12 @@ import type { VectorIndexOptions } from './vector/vector-index.js';
 import { asFloat32, VectorTables } from './vector/vector-tables.js';
 
 export interface SqliteChunkStoreOptions {
-  /** Where and when the search indexes are saved (snapshots.ts); null: never. */
+  /** Where and when snapshots of the copies are saved (copies/snapshots.ts); null: never. */
   snapshots?: SnapshotOptions | null;
   /** Options of the vector indexes (from which size they search an approximate graph). */
   vectors?: VectorIndexOptions;
   /**
-   * Read the database file once after the first load of the indexes, so that searches find its
+   * Read the database file once after the first load of the copies, so that searches find its
    * pages in the operating system's cache (file-preread.ts); `log` hears how it went. Null or
    * absent: not read.
    */
@@ -49,7 +51,7 @@ export class SqliteChunkStore implements ChunkStore {
   private readonly writes: SqliteChunkWrites;
   private readonly loader: CopiesLoader;
   private readonly searches: SqliteSearches;
-  /** The start-up load of the indexes while it runs: searches wait for it. */
+  /** The start-up load of the copies while it runs: searches wait for it. */
   private loading: Promise<void> | undefined;
   /** The pre-read of the database file, once started (file-preread.ts); aborted on close. */
   private preread: { stop: AbortController; done: Promise<unknown> } | undefined;
@@ -100,7 +102,7 @@ export class SqliteChunkStore implements ChunkStore {
     return true;
   }
 
-  /** Stops saving the indexes (a snapshot being written is abandoned: the last one stays). */
+  /** Stops saving the copies (a snapshot being written is abandoned: the last one stays). */
   async close(): Promise<void> {
     this.preread?.stop.abort();
     await this.preread?.done;
@@ -112,7 +114,7 @@ export class SqliteChunkStore implements ChunkStore {
     return this.loader.buildGraphsNow();
   }
 
-  /** Writes a snapshot of every loaded index that changed since its last one, now. */
+  /** Writes a snapshot of every loaded copy that changed since its last one, now. */
   saveIndexes(): Promise<void> {
     return this.loader.flush();
   }
@@ -134,8 +136,8 @@ export class SqliteChunkStore implements ChunkStore {
   // --- reading ----------------------------------------------------------------------------------
 
   /**
-   * Loads the indexes without holding the event loop (from their snapshots when they may be
-   * used, else from the tables in slices), then brings them up to date in one read.
+   * Loads the in-process copies without holding the event loop (from their snapshots when they
+   * may be used, else from the tables in slices), then brings them up to date in one read.
    */
   async warm(model: string): Promise<number> {
     this.loading ??= this.loader.load(this.tables.ofModel(model)).finally(() => {

@@ -199,8 +199,8 @@ export async function updateStatistics(
 /**
  * Bumps the keyword generation (migration 0016) that the caches of the postings check
  * (postings-cache.ts): after any change of a transaction's postings, last in it (with the
- * statistics row, held briefly). Not inside updateStatistics: migration 0013 runs that before
- * the column exists.
+ * statistics row, held briefly). Called on its own, after both the statistics and the postings
+ * changed (a commit's updateStatistics, a purge's purgeKeywordRows and deletePostings).
  */
 export async function bumpKeywordGeneration(client: PoolClient): Promise<void> {
   await client.query('update knowledge_fts_stats set generation = generation + 1 where id = 1');

@@ -1,7 +1,7 @@
 /**
  * BM25 over postings rows, in memory (keyword-search.ts reads them): the same arithmetic in the
- * same order as SQLite's in-process index (sqlite/keyword-index.ts), so both engines give the same
- * scores to the bit and the same ranking (ties in index order, by seq).
+ * same order as SQLite's in-process keyword index (sqlite/keyword/keyword-index.ts), so both
+ * engines give the same scores to the bit and the same ranking (ties in index order, by seq).
  */
 import { B, idf, K1 } from '../../bm25.js';
 import type { SearchFilter } from '../../chunk-store.js';
@@ -111,7 +111,7 @@ function scopeOf(filter: SearchFilter): (row: PostingsRow) => boolean {
     (allowed === null || allowed.has(row.documentId));
 }
 
-/** The slots a pass touched, in a typed array (a JS array's push was 10× slower). */
+/** The slots a pass touched, in a typed array (a JS array's push is 10–20× slower). */
 class Touched {
   slots = new Int32Array(0);
   count = 0;
@@ -137,7 +137,7 @@ export class KeywordScorer {
    * The `limit` best chunks for the lexeme groups (each all-of; a group of one is one word), with
    * the rows of each lexeme given (rows out of the filter's scope are skipped), N = `chunks` and
    * the average length `avgdl`; and the scores of the chunks `also` names (seqs) that match, in
-   * scope, whatever their rank (a hybrid search's nearest chunks, postgres-chunk-store.ts).
+   * scope, whatever their rank (a hybrid search's nearest chunks, postgres-searches.ts).
    */
   top(
     groups: readonly (readonly QueryLexeme[])[],

@@ -5,17 +5,17 @@
  * arithmetic in the same order as SQLite's in-process index, so both engines give the same scores
  * to the bit and the same ranking (ties in index order).
  *
- * Why not in SQL: scoring in SQL read every matching chunk's tsvector and ran ts_rank_cd on it
- * (68 ms p50 at 100k chunks); the postings of a lexeme are a few packed rows per document, so a
- * search reads ~10 bytes per matching chunk and scores them in a typed array. Those bytes were
- * still most of the time (~2 MB for a few common words at 100k chunks): the statistics, n(t) and
+ * Why not in SQL: scoring in SQL reads every matching chunk's tsvector and runs ts_rank_cd on it;
+ * the postings of a lexeme are a few packed rows per document, so a search reads ~10 bytes per
+ * matching chunk and scores them in a typed array. Reading those bytes is still most of the time
+ * (~2 MB for a few common words at 100k chunks; docs/performance.md): the statistics, n(t) and
  * the rows of hot lexemes stay in this process (postings-cache.ts), valid for one keyword
  * generation; what is missing is read in one statement (keyword-statements.ts).
  *
- * Round trips were the rest (each 2–7 ms on a loaded machine): a search whose words are all in
- * memory is scored before it reads anything (`fromMemory`), and the statement that then loads the
- * ranked rows also reads the generation; the caller (postgres-chunk-store.ts) keeps the answer
- * only if that is the generation it was scored at, so it is what one snapshot would have given.
+ * Round trips are the rest: a search whose words are all in memory is scored before it reads
+ * anything (`fromMemory`), and the statement that then loads the ranked rows also reads the
+ * generation; the caller (postgres-searches.ts) keeps the answer only if that is the generation
+ * it was scored at, so it is what one snapshot would have given.
  */
 import type { PoolClient } from 'pg';
 import { idf, maxBm25 } from '../../bm25.js';

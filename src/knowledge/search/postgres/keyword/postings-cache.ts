@@ -1,15 +1,15 @@
 /**
- * What keyword searches read, kept in this process for one keyword generation (issue 13): the
- * BM25 statistics (N, words in all), and per lexeme its chunk count n(t) and postings rows. Reading
- * a common lexeme's postings is most of a keyword search on PostgreSQL: at 100k chunks a query of
- * a few common words reads ~2 MB of packed postings (out of TOAST, hex-encoded, over the socket),
- * 100+ ms on a loaded machine, where scoring them takes a few.
+ * What keyword searches read, kept in this process for one keyword generation: the BM25
+ * statistics (N, words in all), and per lexeme its chunk count n(t) and postings rows. Reading a
+ * common lexeme's postings is most of a keyword search on PostgreSQL: at 100k chunks a query of a
+ * few common words reads ~2 MB of packed postings (out of TOAST, hex-encoded, over the socket),
+ * where scoring them takes a few ms (docs/performance.md).
  *
  * Exact across instances: entries are valid for one keyword generation (migration 0016), which
  * every change of the postings, the statistics or the searchable documents bumps in its
  * transaction. A search uses an entry only if the generation it reads in its own snapshot is the
- * one the entry was read at (keyword-search.ts), so it sees what it would have read from the tables.
- * Bounded: least recently used lexemes leave beyond `maxBytes` of postings.
+ * one the entry was read at (keyword-search.ts), so it sees what it would have read from the
+ * tables. Bounded: least recently used lexemes leave beyond `maxBytes` of postings.
  */
 import type { PackedPostings } from './postings.js';
 

@@ -1,10 +1,11 @@
 /**
- * The keyword postings on PostgreSQL (issue 13): one row per (lexeme, document) in
+ * The keyword postings on PostgreSQL: one row per (lexeme, document) in
  * `knowledge_fts_postings`, holding, for every chunk of the document with the lexeme, what BM25
  * needs of it: its position in index order (`seq`, as an offset from the document's first), its
  * length in words (D) and the lexeme's weighted count in it (f, doubled: an integer). A search
  * reads the rows of its lexemes only (a few per document, packed) and scores them exactly in
- * keyword-search.ts, instead of decoding every matching chunk's tsvector in SQL.
+ * memory (keyword-search.ts, keyword-scoring.ts), instead of decoding every matching chunk's
+ * tsvector in SQL.
  *
  * Rows are written and deleted with their document's keyword rows, in the same transaction; one
  * document's rows are its own, so concurrent commits never touch the same row.

@@ -1,6 +1,6 @@
 /**
  * How many vectors each PostgreSQL vector table holds, as PostgreSQL's statistics estimate it,
- * and the HNSW beam (`hnsw.ef_search`) a graph of that size needs (issue 13).
+ * and the HNSW beam (`hnsw.ef_search`) a graph of that size needs.
  *
  * A search never waits for an estimate: it takes the last one (none at first) and, when that is
  * older than `maxAgeMs`, asks for a newer one in the background. An estimate only chooses how to
@@ -18,9 +18,8 @@ export const HNSW_EF_SEARCH_MAX_BAND = 400;
 /**
  * The narrowest beam per table size (rows, up to and including) that keeps recall@10 against an
  * exact scan at 0.99 or more on the store's centred graph (m 32, ef_construction 128), measured
- * with `npm run bench:pg-hnsw -- --limit N --ef …` at the band's largest size (docs/performance.md,
- * issue 13's fifteenth pass): 0.990 at 50k, 0.993 at 100k, 0.991 at 300k. Larger tables keep 400
- * (0.995 at 300k, 0.988 at 1M).
+ * with `npm run bench:pg-hnsw -- --limit N --ef …` at the band's largest size (figures in
+ * docs/performance.md). Larger tables keep 400.
  */
 const EF_SEARCH_BANDS: readonly (readonly [rows: number, efSearch: number])[] = [
   [50_000, 100],

@@ -1,5 +1,5 @@
 /**
- * The HNSW graph of a PostgreSQL vector table (issue 13), centred.
+ * The HNSW graph of a PostgreSQL vector table, centred.
  *
  * The default model's vectors share a strong common direction, so in a graph over them most
  * links are near-ties and the beam misses true neighbours: recall@10 against exact 0.851 at 1M
@@ -7,16 +7,16 @@
  * sphere (docs/performance.md, `npm run bench:pg-hnsw`). So a table's graph is an expression index
  * over `embedding − centre()` (`centreFunction`), the centre being the table's mean when the graph
  * was built; a search walks it with the query minus the centre and re-orders what it finds by the
- * true cosine, as the SQLite store's graph does (sqlite/ann-graph.ts). Any fixed centre keeps the
- * answers right (they are re-ranked); the mean is what spreads the vectors.
+ * true cosine, as the SQLite store's graph does (sqlite/vector/ann-graph.ts). Any fixed centre
+ * keeps the answers right (they are re-ranked); the mean is what spreads the vectors.
  *
  * Lifecycle: a table is made without a graph: up to `buildAt` chunks in scope a search is exact.
  * After a commit leaves more, one instance (a session advisory lock) takes the mean and builds the
  * graph with `create index concurrently` (writes and searches go on), then records the centre in
- * `knowledge_vector_tables`: from then on every instance walks the graph. A table made before has
- * a graph over the raw vectors (`<table>_hnsw`, no centre): it is searched through it until the
- * centred one is recorded, and then dropped. A build cut short (crash, shutdown) leaves an invalid
- * index, which the next attempt drops first.
+ * `knowledge_vector_tables`: from then on every instance walks the graph. A table made by an
+ * earlier build has a graph over the raw vectors (`<table>_hnsw`, no centre): it is searched
+ * through it until the centred one is recorded, and then dropped. A build cut short (crash,
+ * shutdown) leaves an invalid index, which the next attempt drops first.
  */
 import type { Pool, PoolClient } from 'pg';
 import type { StoreLog } from '../../chunk-store.js';
@@ -27,7 +27,7 @@ const BUILD_LOCK = 0x617067;
 /**
  * The graph's build parameters (pgvector's defaults are m 16, ef_construction 64): twice the
  * links per node and a wider build beam cost about twice the insertion time, and lift recall@10
- * at 100k from 0.85 to 0.96 at ef_search 100 (0.95 to 0.98 at 400) on the bench's raw vectors.
+ * at 100k from 0.83 to 0.95 at ef_search 100 on the bench's raw vectors (docs/performance.md).
  */
 export const HNSW_BUILD = 'with (m = 32, ef_construction = 128)';
 

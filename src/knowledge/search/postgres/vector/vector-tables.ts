@@ -32,7 +32,7 @@ function similarity(distance: number): number {
 
 /**
  * A nearest chunk, and the seq of its keyword row when asked for (null otherwise, or without one):
- * a hybrid search scores it by its keywords too (postgres-chunk-store.ts), and needs no statement
+ * a hybrid search scores it by its keywords too (postgres-searches.ts), and needs no statement
  * of its own to find it.
  */
 export interface NearestChunk extends Candidate {
@@ -306,11 +306,12 @@ export class VectorTables {
    * The nearest chunks in scope by the HNSW index (walked with the query minus the graph's centre;
    * with no graph yet, an exact scan in the same order): the scope filters apply inside the scan
    * (pgvector 0.8+ scans on until `limit` rows pass them), and the result is re-ordered by exact
-   * distance, since the graph's order is the centred vectors' and relaxed_order may swap a few. The status of the documents is checked after
-   * the scan, on `limit + 32` rows (as on SQLite): null when too many were dropped to be sure of
-   * the top `limit`, or when the scan gave up before `limit` rows passed a filter although the
-   * scope (`inScope` chunks, counted up to a cap) holds more: the caller then searches exactly,
-   * so a filter never leaves fewer hits than exist (pgvector before 0.8 has no iterative scan).
+   * distance, since the graph's order is the centred vectors' and relaxed_order may swap a few.
+   * The status of the documents is checked after the scan, on `limit + 32` rows (as on SQLite):
+   * null when too many were dropped to be sure of the top `limit`, or when the scan gave up
+   * before `limit` rows passed a filter although the scope (`inScope` chunks, counted up to a
+   * cap) holds more: the caller then searches exactly, so a filter never leaves fewer hits than
+   * exist (pgvector before 0.8 has no iterative scan).
    */
   private async nearest(
     client: PoolClient,

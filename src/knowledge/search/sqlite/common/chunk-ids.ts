@@ -1,8 +1,8 @@
 /**
  * Chunk ids by row, for the in-process indexes (vector-index.ts, keyword-store.ts). An id that is
- * a canonical UUID (lowercase 8-4-4-4-12 hex: what index-pipeline.ts gives every chunk) is kept
- * in 16 bytes; any other id as its string. A million ids as strings held ~64 MB with their
- * pointers, and a million objects for the collector to walk (issue 13); packed, ~17 MB.
+ * a canonical UUID (lowercase 8-4-4-4-12 hex: what indexing/index-pipeline.ts gives every chunk)
+ * is kept in 16 bytes; any other id as its string. A million ids as strings would hold ~64 MB with
+ * their pointers, and a million objects for the collector to walk; packed, ~17 MB.
  *
  * `idHash` is the hash the id table (id-table.ts) files ids under; `hashAt` gives it for a row
  * without making the id's string.

@@ -1,14 +1,15 @@
 /**
- * How the in-process search indexes (in-process-copies.ts) are loaded at start-up without holding
- * the event loop, and kept on disk so the next start does not rebuild them:
+ * How the in-process copies (in-process-copies.ts) are loaded at start-up without holding the
+ * event loop, and kept on disk so the next start does not rebuild them:
  *
- * - load: per index, its snapshot (snapshots.ts) when one may be used, read in one
+ * - load: per copy, its snapshot (snapshots.ts) when one may be used, read in one
  *   sequential read off the event loop; otherwise built from the tables in small batches with
  *   the event loop free in between, each batch in its own read (the rows of a document that
  *   changes meanwhile are reloaded after, from the change log, as for a copy that fell behind
  *   another process's writes). Rows written after the build started are left to that catch-up.
- * - snapshots: written in the background a while after the copies changed (SEARCH_SNAPSHOT_DELAY_MS),
- *   from the live arrays; a write the copies change under is abandoned and tried again later.
+ * - snapshots: written in the background a while after the copies changed
+ *   (SEARCH_SNAPSHOT_DELAY_MS), from the live arrays; a write the copies change under is abandoned
+ *   and tried again later.
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -42,14 +43,15 @@ const BUILD_BATCH = 256;
 /** Batches run back to back for this long, then the event loop is yielded (sliceTurn). */
 const BUILD_SLICE_MS = 25;
 /**
- * A vector graph is built in slices of this long (ann-graph.ts), each followed by as long a
- * pause: a build back to back made every turn of a query wait a slice (hybrid p50 120 ms at 100k).
+ * A vector graph is built in slices of this long (vector/ann-graph.ts), each followed by as long
+ * a pause: a build back to back made every turn of a query wait a slice (hybrid p50 120 ms at
+ * 100k).
  */
 const GRAPH_SLICE_MS = 10;
 
 /**
- * The keyword lists are readied for searches (keyword-index.ts `prepareLists`) in slices this
- * long: it runs while the first searches after a start come in.
+ * The keyword lists are readied for searches (keyword/keyword-index.ts `prepareLists`) in slices
+ * this long: it runs while the first searches after a start come in.
  */
 const PREPARE_SLICE_MS = 5;
 
@@ -65,13 +67,13 @@ function slicer(ms = BUILD_SLICE_MS): () => Promise<void> {
 
 type Copy = Loaded<KeywordIndex> | Loaded<VectorIndex>;
 
-/** Whether a process of this id runs (a snapshot's temporary file is named after its writer). */
 /** What a copy's snapshot reflects: its generation and the rows its graph holds. */
 function savedKey(copy: { index: KeywordIndex | VectorIndex; generation: number }): string {
   const graph = copy.index instanceof VectorIndex ? copy.index.graph : null;
   return `${copy.generation}/${graph?.covered ?? 0}`;
 }
 
+/** Whether a process of this id runs (a snapshot's temporary file is named after its writer). */
 function running(pid: number): boolean {
   try {
     process.kill(pid, 0);

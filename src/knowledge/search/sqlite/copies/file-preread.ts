@@ -1,13 +1,13 @@
 /**
- * The database file read once, front to back, in the background after the search indexes load
- * (issue 13): the operating system then holds its pages in its cache, as PostgreSQL's
- * `pg_prewarm` does for its buffers.
+ * The database file read once, front to back, in the background after the in-process copies
+ * load: the operating system then holds its pages in its cache, as PostgreSQL's `pg_prewarm` does
+ * for its buffers.
  *
- * A search reads from the file what the in-process indexes do not hold: its answer's rows and
+ * A search reads from the file what the in-process copies do not hold: its answer's rows and
  * the exact vectors of its candidates, a few dozen pages scattered over the file. After a reboot
  * (or once the cache has dropped them) each is a disk read: at 1M chunks, ~2.7 ms of a hybrid
- * search's 13–14 in process (docs/performance.md, twelfth pass), until months of searches have
- * read the whole file. One sequential read of it takes seconds.
+ * search's 13–14 in process (docs/performance.md), until months of searches have read the whole
+ * file. One sequential read of it takes seconds.
  *
  * Only when the file fits in half the memory the system could give the cache (MemAvailable on
  * Linux, `os.freemem()`): on a small machine, a large file would only push out what other

@@ -5,9 +5,10 @@
  * The tables stay the source of truth. A copy is loaded on first use (or at start-up, `warm`)
  * and records the chunk generation it reflects: a counter that triggers on knowledge_chunks bump
  * on every change (migration 0006), next to a per-document log of the generation of its last
- * change (0007). The store applies its own commits and deletes to the copies directly; when the
- * counter shows a write this process did not apply (another process, e.g. `aps reindex`), the
- * next search first reloads just the documents changed since the copy's generation.
+ * change (0007). The store's writes (sqlite-chunk-writes.ts) apply its own commits and deletes to
+ * the copies directly; when the counter shows a write this process did not apply (another
+ * process, e.g. `aps reindex`), the next search first reloads just the documents changed since
+ * the copy's generation.
  */
 import type { NewChunk } from '../../chunk-store.js';
 import { segmentWords } from '../../segment.js';

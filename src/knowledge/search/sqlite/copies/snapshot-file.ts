@@ -1,5 +1,5 @@
 /**
- * The file format of a search index snapshot (snapshots.ts): named typed arrays and string
+ * The file format of an in-process copy's snapshot (snapshots.ts): named typed arrays and string
  * lists after a JSON header, each 8-byte aligned, then a CRC-32 of everything before it.
  *
  *   "APSSNAP1" · u32 header bytes · header JSON (padded) · sections (each padded) · u32 CRC-32

@@ -1,8 +1,8 @@
 /**
- * Snapshots of the in-process search indexes (in-process-copies.ts), so that a start reads one file
- * per index instead of rebuilding it from the tables (84 s at a million chunks).
+ * Snapshots of the in-process copies (in-process-copies.ts), so that a start reads one file per
+ * copy instead of rebuilding it from the tables (84 s at a million chunks).
  *
- * One file per index under `<database directory>/search-snapshots/`, named after the database
+ * One file per copy under `<database directory>/search-snapshots/`, named after the database
  * file. Each records the chunk generation the copy reflected (migrations 0006/0007) and the
  * database file's identity (device and inode: a restored or replaced file is another database).
  * A snapshot is used only when its format, identity and tokenizer match and its generation is
@@ -71,7 +71,7 @@ interface Meta {
   graph?: GraphMeta;
 }
 
-/** The index files of one database. */
+/** The snapshot files of one database. */
 export class SnapshotFiles {
   readonly dir: string;
   private readonly prefix: string;
@@ -366,7 +366,7 @@ export function vectorSections(state: VectorState): Map<string, Section> {
 
 /**
  * The graph's keys and mean a vector snapshot holds (copied out of the file's buffer), if any. A
- * graph saved without its mean (made uncentred, before issue 13's centring) is rebuilt.
+ * graph saved without its mean (an uncentred graph of an earlier build) is rebuilt.
  */
 export function graphOfSnapshot(snapshot: Snapshot): { meta: GraphMeta; state: GraphState } | null {
   const meta = (snapshot.meta as unknown as Meta).graph;

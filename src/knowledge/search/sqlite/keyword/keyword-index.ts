@@ -10,8 +10,8 @@
  * A query of several words is searched document at a time with MaxScore pruning
  * (keyword-maxscore.ts); one word, or a CJK word of several lexemes (all-of), term at a time.
  *
- * The FTS5 table stays the source of truth; the chunk store loads this index from it and keeps
- * it in step (like the vector index).
+ * The FTS5 table stays the source of truth; the in-process copies (copies/in-process-copies.ts)
+ * load this index from it and keep it in step (like the vector index).
  */
 import { idf as idfOf, B, K1, maxBm25 } from '../../bm25.js';
 import type { DocumentCandidate, IndexScope } from '../../chunk-store.js';
@@ -203,7 +203,7 @@ export class KeywordIndex extends KeywordStore {
    * The BM25 of some chunks for the query groups (as `search` takes them), by chunk id, each the
    * very number `search` would give it: those holding the query's words (a chunk not in the index,
    * deleted, or matching nothing is left out; `place`: where among its document's rows it likely
-   * is). A hybrid search scores its nearest chunks so (sqlite-chunk-store.ts): a few jumps per
+   * is). A hybrid search scores its nearest chunks so (sqlite-searches.ts): a few jumps per
    * word through the skip entries, no list walked.
    */
   scoresOf(

@@ -4,7 +4,7 @@
  * weighted count, as unsigned LEB128 varints. The gap is shifted left by one and its low bit
  * set when the count is 2 (the word once in the content, most postings), which then takes no
  * byte of its own: Lucene's trick for freq = 1 in its VInt postings. A posting of a common word
- * takes one byte instead of the six an Int32 row and a Uint16 count took.
+ * takes one byte, where an Int32 row and a Uint16 count would take six.
  *
  * Rows ascend within a list (they are added in row order, and compaction keeps the order), so
  * gaps are ≥ 1. The term-at-a-time loops in keyword-index.ts decode inline (a call per posting

@@ -1,9 +1,8 @@
 /**
  * The rows and postings of the in-process keyword index (keyword-index.ts ranks them): typed
  * arrays per row and one posting list per lexeme (bytes: keyword-postings.ts, all in one arena:
- * posting-lists.ts), kept in step with
- * the FTS5 table by adds and document deletes, exported for a snapshot and restored from one
- * (snapshots.ts).
+ * posting-lists.ts), kept in step with the FTS5 table by adds and document deletes, exported for
+ * a snapshot and restored from one (copies/snapshots.ts).
  */
 import { ChunkIds } from '../common/chunk-ids.js';
 import { COLUMN_WEIGHTS } from '../../bm25.js';
@@ -406,7 +405,7 @@ export class KeywordStore {
     }
   }
 
-  /** Bytes held per structure (typed arrays exactly; strings estimated, see vector-index.ts). */
+  /** Bytes held per structure (typed arrays exactly; non-UUID ids estimated, chunk-ids.ts). */
   memoryReport(): Record<string, number> {
     const bytes = (arrays: { byteLength: number }[]) =>
       arrays.reduce((a, b) => a + b.byteLength, 0);

@@ -4,7 +4,7 @@
  * where each starts in a Uint32Array, and an open-addressing Int32Array of ids keyed by a 32-bit
  * FNV-1a hash of the units: ~28 bytes a lexeme instead of a string, a Map entry and an array slot
  * (~60). A corpus with a million distinct lexemes (codes, numbers, labels) holds ~30 MB less,
- * and nothing for the collector to walk (issue 13).
+ * and nothing for the collector to walk.
  */
 import { FNV_OFFSET, fnv1a, fnvStep } from '../common/fnv1a.js';
 

@@ -4,18 +4,19 @@
  *
  * The graph lives in a worker thread of its own (ann-worker.ts): it is built, loaded and saved
  * there, so neither a million-row build nor a load holds the event loop, and it is searched there
- * while the main thread ranks the query's keywords. The store asks for the graph's candidates
- * first (`prefetch`); the vector search then takes them, waiting (Atomics.wait on a shared
- * buffer, ann-channel.ts) only for what the graph takes beyond the keyword ranking. Adds and
- * removes are messages, handled in order (the removes of a delete go as one, ahead of the next
- * message), so a search sees every change made before it. A graph
- * whose worker does not answer in time (or failed) leaves its searches to the exact scan.
+ * while the main thread ranks the query's keywords. A search (sqlite-searches.ts) asks for the
+ * graph's candidates first (`prefetch`); the vector search then takes them, waiting
+ * (Atomics.wait on a shared buffer, ann-channel.ts) only for what the graph takes beyond the
+ * keyword ranking. Adds and removes are messages, handled in order (the removes of a delete go as
+ * one, ahead of the next message), so a search sees every change made before it. A graph whose
+ * worker does not answer in time (or failed) leaves its searches to the exact scan.
  *
  * Graph keys are stable numbers given to rows as they are added (rows move when the index
  * compacts, keys never do); `keyOf` / `rowOf` translate, here. The graph is built behind the rows:
  * rows `[0, covered)` are in it (the deleted ones removed), later ones are sent by `step()` a batch
- * at a time (copies-loader.ts drives it) and count as covered once the worker added them; a search
- * scans the rows not covered exactly, so a partly built graph is never less exact than a scan.
+ * at a time (copies/copies-loader.ts drives it) and count as covered once the worker added them;
+ * a search scans the rows not covered exactly, so a partly built graph is never less exact than a
+ * scan.
  *
  * The graph holds the rows minus their mean vector μ (fixed when the graph is made) and is
  * searched with the query minus μ. Embeddings crowd in a narrow cone (the default model's
@@ -23,7 +24,7 @@
  * the graph's neighbourhoods and its int8 cells follow the directions that tell rows apart. The
  * graph only proposes candidates: the index re-scores each exactly, so scores do not change.
  *
- * Persisted beside the index's snapshot (snapshots.ts): the graph file's size and CRC-32
+ * Persisted beside the index's snapshot (copies/snapshots.ts): the graph file's size and CRC-32
  * are in the snapshot's header, with the keys, the mean and `covered`; a graph file that does not
  * match is rebuilt from the rows, never trusted.
  */
@@ -32,13 +33,10 @@ import { spawnWorkerModule } from '../../../../worker-threads.js';
 import { SearchChannel, type GraphReply, type GraphRequest } from './ann-channel.js';
 
 /**
- * HNSW links per node and the candidate lists of a build and a search, for recall@10 ≥ 0.98 against
- * the exact scan (issue 13). At 1M rows of the default model, bench:scale's text queries, 132
- * candidates asked (`npm run bench:ann -- <1M> --text --limit 132 --lists …`, docs/performance.md):
- * 16 links, 252 bytes a row, reach 0.968 with a list of 1024, 0.981 with 1536, 0.986 with 2048
- * and 0.991 with 2560 (+27 % time over 2048); 32 links, 380 bytes a row, 0.979 with 640 and 0.990
- * with 1024 (~10–12 ms), 130 MB more than the 1.2 GB the server may hold at 1M. At 100k
- * (32 links): 320 gave 0.995.
+ * HNSW links per node and the candidate lists of a build and a search, for recall@10 ≥ 0.98
+ * against the exact scan. At 1M rows of the default model (`npm run bench:ann -- <1M> --text
+ * --limit 132 --lists …`), 16 links with a list of 2560 reach 0.991; 32 links would need 130 MB
+ * more than the 1.2 GB the server may hold at 1M (docs/performance.md).
  */
 const CONNECTIVITY = 16;
 const EXPANSION_ADD = 64;
@@ -46,9 +44,8 @@ const EXPANSION_SEARCH = 2560;
 /**
  * The list of a hybrid search's vector candidates: they are fused with the keyword candidates,
  * whose cosines are exact whatever the graph finds, so the hybrid answer needs less of the graph.
- * At 1M rows (hybrid top 10 against the same server with the graph off, docs/performance.md):
- * 1024 kept 1.000 of bench:scale's text queries' answers and 0.989 of the paraphrase questions'
- * (512: 0.967, 2560: 0.996), ~20 % faster than 2560.
+ * At 1M rows 1024 kept 0.989–1.000 of the exact hybrid answers, ~20 % faster than 2560
+ * (docs/performance.md).
  */
 const FUSED_SEARCH_LIST = 1024;
 /** Rows sent to the worker per message while building, and at most in flight. */

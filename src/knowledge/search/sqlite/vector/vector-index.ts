@@ -10,7 +10,8 @@
  * where a scan costs more than a graph search.
  *
  * The rows, and their graph, are a VectorStore's (vector-store.ts); this is their search. The
- * SQLite table stays the source of truth; in-process-copies.ts loads this copy and keeps it current.
+ * SQLite table stays the source of truth; the in-process copies (copies/in-process-copies.ts)
+ * load this index from it and keep it current.
  */
 import type { DocumentCandidate, IndexScope } from '../../chunk-store.js';
 import type { AnnGraph } from './ann-graph.js';
@@ -24,9 +25,8 @@ import { VectorStore } from './vector-store.js';
 
 /**
  * The candidates re-scored exactly (each read from the table) for `limit` results. The int8
- * order is close to the exact one: at 1M rows of the default model, bench:scale's text queries,
- * the int8 top 150 held 0.9999 of the exact top 132 and the top 165 all of them (the top 10: from
- * the int8 top 132 on). A quarter more, and 16, for margin.
+ * order is close to the exact one: at 1M rows the int8 top 165 held all of the exact top 132
+ * (docs/performance.md). A quarter more, and 16, for margin.
  */
 function candidates(limit: number): number {
   return Math.max(Math.ceil(limit * 1.25) + 16, 64);
@@ -207,7 +207,8 @@ export class VectorIndex extends VectorStore {
 
   /**
    * Asks the graph now for the candidates `search(vector, filter, limit)` will take, so that it
-   * looks for them while the caller does other work (the store ranks the keywords meanwhile).
+   * looks for them while the caller does other work (sqlite-searches.ts ranks the keywords
+   * meanwhile).
    */
   prefetch(vector: Float32Array, filter: IndexScope, limit: number, fused = false): void {
     const graph = this.graph;

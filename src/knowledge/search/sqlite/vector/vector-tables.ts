@@ -32,7 +32,7 @@ export function asFloat32(blob: Buffer, copy = false): Float32Array {
  * chunk id's index: one B-tree descent instead of two), and kept only if the row there is still
  * that chunk's: a rowid is not a stable name (VACUUM may renumber a table without an INTEGER
  * PRIMARY KEY, a re-index writes new rows), so a row found elsewhere or not at all is read by its
- * chunk id, as every row was before.
+ * chunk id.
  */
 export function tableVectors(statement: Statements, table: string): VectorSource {
   const byId = `select chunk_id, embedding from ${table}

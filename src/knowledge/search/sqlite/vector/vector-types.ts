@@ -1,11 +1,12 @@
-/** The shapes a vector index (vector-index.ts) takes in and gives out, and its size estimates. */
+/** The shapes a vector index (vector-index.ts) takes in and gives out. */
 import type { GraphSettings, GraphState } from './ann-graph.js';
 import type { ChunkIds } from '../common/chunk-ids.js';
 
 /**
  * Where a vector index reads the exact vectors of its rows: the SQLite table it was loaded from
  * (the source of truth; vector-tables.ts `tableVectors`), so that memory holds only their int8
- * copy (a float32 copy took 400 bytes per chunk of 100 dimensions, a third of the server at 1M).
+ * copy (a float32 copy would take 400 bytes per chunk of 100 dimensions, a third of the server
+ * at 1M).
  */
 export interface VectorSource {
   /**
@@ -57,7 +58,10 @@ export interface CosineBounds {
   upper: number;
 }
 
-/** A nearest-chunk candidate before its cosine is read (VectorIndex.nearestBounds; fused-cosines.ts reads them). */
+/**
+ * A nearest-chunk candidate before its cosine is read (VectorIndex.nearestBounds;
+ * ../fused-cosines.ts reads them).
+ */
 export interface BoundedNearest extends CosineBounds {
   chunkId: string;
   documentId: string;

@@ -1,0 +1,175 @@
+/**
+ * Frozen copy, as of migration 0013, of the keyword side of a PostgreSQL commit, from
+ * knowledge/search/postgres/keyword/keyword-rows.ts (keywordRows, deleteKeywordRows,
+ * updateStatistics), with what they use of postings.ts (the doubled weights), bm25.ts (the column
+ * weights) and encoding.ts (tsvectorLiteral). Migrations import nothing from knowledge/: editing
+ * the live code must never change what an old migration writes. Do not edit to follow the live
+ * code; new keyword rows are a new migration.
+ *
+ * A chunk's words become a weighted tsvector (one row per chunk in `knowledge_chunks_fts`), and
+ * the BM25 statistics are kept beside them: chunks and words in all (`knowledge_fts_stats`) and
+ * chunks per lexeme (`knowledge_fts_terms`), exactly the N, avgD and n(t) FTS5 keeps for its
+ * bm25(). The one import from outside db/, sliceTurn, only schedules the work (it yields to the
+ * event loop between slices): it does not change what is written.
+ */
+import type { PoolClient } from 'pg';
+import { sliceTurn } from '../../../event-loop-turns.js';
+import { fitsTsvector, indexWords, type Stemmer } from './words.js';
+
+/** FTS5 and tsvector both stop counting positions at some point; tsvector at 16383. */
+const MAX_POSITION = 16_383;
+
+/** A word's position carries its column's label: section path A, document name B, text D (none). */
+const LABEL = { section: 'A', name: 'B', content: '' } as const;
+
+/**
+ * Weights of the searched columns: a word in the section path counts twice, in the document
+ * name one and a half times, in the text once.
+ */
+const COLUMN_WEIGHTS = { name: 1.5, section: 2.0, content: 1.0 } as const;
+
+/** The BM25 column weights doubled (integers): section path A, document name B, text. */
+const DOUBLED_WEIGHTS = {
+  section: COLUMN_WEIGHTS.section * 2,
+  name: COLUMN_WEIGHTS.name * 2,
+  content: COLUMN_WEIGHTS.content * 2,
+} as const;
+
+/** A tsvector literal: `'lexeme':1A,4 …`. */
+function tsvectorLiteral(positions: Map<string, string[]>): string {
+  let literal = '';
+  for (const [lexeme, list] of positions) {
+    literal += `${literal === '' ? '' : ' '}'${lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}':${list.join(',')}`;
+  }
+  return literal;
+}
+
+/**
+ * The keyword rows of a commit's chunks: tsvector literals, word counts (BM25's D) and each
+ * chunk's doubled weighted count per lexeme (for the postings).
+ */
+export interface KeywordRows {
+  terms: string[];
+  tokenCounts: number[];
+  counts: Map<string, number>[];
+}
+
+/** Old lexeme counts of a document's keyword rows, returned by `deleteKeywordRows`. */
+export interface Removed {
+  lexemes: string[];
+  counts: number[];
+  chunks: number;
+  tokens: number;
+}
+
+/** Chunks turned into keyword rows per slice by keywordRows (a few milliseconds of work). */
+const KEYWORD_SLICE = 256;
+
+/**
+ * The weighted tsvector and word count of each chunk of a document named `name`, in slices that
+ * yield to the event loop between them.
+ */
+export async function keywordRows(
+  client: PoolClient,
+  stemmer: Stemmer,
+  name: string,
+  chunks: readonly { sectionPath: string; content: string }[],
+): Promise<KeywordRows> {
+  const nameWords = indexWords(name);
+  const rows: KeywordRows = { terms: [], tokenCounts: [], counts: [] };
+  for (let from = 0; from < chunks.length; from += KEYWORD_SLICE) {
+    if (from > 0) await sliceTurn(); // requests waiting for a turn go first (event-loop-turns.ts)
+    const slice = chunks.slice(from, from + KEYWORD_SLICE);
+    const sectionWords = slice.map((c) => indexWords(c.sectionPath));
+    const contentWords = slice.map((c) => indexWords(c.content));
+    const stem = await stemmer.lexemes(client, [nameWords, ...sectionWords, ...contentWords]);
+    for (let i = 0; i < slice.length; i++) {
+      const positions = new Map<string, string[]>();
+      const counts = new Map<string, number>();
+      let at = 0;
+      const add = (words: readonly string[], label: string, weight: number) => {
+        for (const word of words) {
+          at = Math.min(at + 1, MAX_POSITION);
+          const lexeme = stem(word);
+          // Counted in the length, but not indexed: no query can name it.
+          if (!fitsTsvector(lexeme)) continue;
+          counts.set(lexeme, (counts.get(lexeme) ?? 0) + weight);
+          const list = positions.get(lexeme);
+          if (list === undefined) positions.set(lexeme, [`${at}${label}`]);
+          else list.push(`${at}${label}`);
+        }
+      };
+      add(nameWords, LABEL.name, DOUBLED_WEIGHTS.name);
+      add(sectionWords[i] ?? [], LABEL.section, DOUBLED_WEIGHTS.section);
+      add(contentWords[i] ?? [], LABEL.content, DOUBLED_WEIGHTS.content);
+      rows.terms.push(tsvectorLiteral(positions));
+      rows.counts.push(counts);
+      rows.tokenCounts.push(
+        nameWords.length + (sectionWords[i]?.length ?? 0) + (contentWords[i]?.length ?? 0),
+      );
+    }
+  }
+  return rows;
+}
+
+/** Deletes the document's keyword rows, returning what they counted in the BM25 statistics. */
+export async function deleteKeywordRows(client: PoolClient, documentId: string): Promise<Removed> {
+  const { rows } = await client.query<Removed>(
+    `with gone as (
+       delete from knowledge_chunks_fts where document_id = $1 returning terms, token_count
+     ),
+     counted as (
+       select u.lexeme, count(*)::int as n
+       from gone cross join lateral unnest(tsvector_to_array(gone.terms)) as u(lexeme)
+       group by u.lexeme
+     )
+     select coalesce((select array_agg(lexeme order by lexeme) from counted), '{}') as lexemes,
+            coalesce((select array_agg(n order by lexeme) from counted), '{}') as counts,
+            (select count(*)::int from gone) as chunks,
+            (select coalesce(sum(token_count), 0)::int from gone) as tokens`,
+    [documentId],
+  );
+  return rows[0] ?? { lexemes: [], counts: [], chunks: 0, tokens: 0 };
+}
+
+/**
+ * Applies the BM25 statistics change of a document: + its current keyword rows, − the removed
+ * ones. Last in the transaction and in lexeme order, so that concurrent commits hold the
+ * shared counter rows briefly and never deadlock.
+ */
+export async function updateStatistics(
+  client: PoolClient,
+  documentId: string,
+  removed: Removed,
+  added: { chunks: number; tokens: number },
+): Promise<void> {
+  await client.query(
+    `with delta as (
+       select lexeme, sum(n)::int as n from (
+         select u.lexeme, count(*)::int as n
+         from knowledge_chunks_fts f cross join lateral unnest(tsvector_to_array(f.terms)) as u(lexeme)
+         where f.document_id = $1 group by u.lexeme
+         union all
+         select o.lexeme, -o.n from unnest($2::text[], $3::int[]) as o(lexeme, n)
+       ) x group by lexeme having sum(n) <> 0
+     )
+     insert into knowledge_fts_terms (lexeme, chunks)
+     select lexeme, n from delta order by lexeme
+     on conflict (lexeme) do update set chunks = knowledge_fts_terms.chunks + excluded.chunks`,
+    [documentId, removed.lexemes, removed.counts],
+  );
+  if (removed.lexemes.length > 0) {
+    await client.query(
+      'delete from knowledge_fts_terms where lexeme = any($1::text[]) and chunks <= 0',
+      [removed.lexemes],
+    );
+  }
+  const chunks = added.chunks - removed.chunks;
+  const tokens = added.tokens - removed.tokens;
+  if (chunks !== 0 || tokens !== 0) {
+    await client.query(
+      'update knowledge_fts_stats set chunks = chunks + $1, tokens = tokens + $2 where id = 1',
+      [chunks, tokens],
+    );
+  }
+}

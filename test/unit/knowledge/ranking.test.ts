@@ -1,0 +1,498 @@
+import Database from 'better-sqlite3';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  calibrateBm25,
+  DEFAULT_FUSION,
+  fuse,
+  keywordEvidence,
+  keywordScore,
+  standOutFactor,
+} from '../../../src/knowledge/retrieval/ranking.js';
+import { B, idf, K1, maxBm25 } from '../../../src/knowledge/search/bm25.js';
+import type { Candidate } from '../../../src/knowledge/search/chunk-store.js';
+import { queryTerms } from '../../../src/knowledge/search/query-terms.js';
+import { buildFtsQuery } from '../../../src/knowledge/search/sqlite/keyword/fts-query.js';
+
+/** Raw BM25 in [0, 200] (two decimals) as FTS5 reports it, often near the calibration's half. */
+const bm25 = fc.oneof(
+  fc.integer({ min: 0, max: 3000 }).map((n) => n / 100),
+  fc.integer({ min: 0, max: 20_000 }).map((n) => n / 100),
+);
+const options = fc.record({
+  keywordHalf: fc.integer({ min: 1, max: 100 }).map((n) => n / 100),
+  steepness: fc.integer({ min: 1, max: 8 }),
+  denseWeight: fc.integer({ min: 0, max: 100 }).map((n) => n / 100),
+  trustScale: fc.integer({ min: 1, max: 16 }).map((n) => n / 4),
+  standOutWeight: fc.integer({ min: 0, max: 50 }).map((n) => n / 100),
+  standOutGap: fc.integer({ min: 1, max: 50 }).map((n) => n / 100),
+});
+/**
+ * Options whose calibration still tells raw scores 0.01 apart at the top (r = 1): (1 / half)^p at
+ * most 2^26. Past ~2^52 every match near the best saturates to the same K, and then ties (ordered
+ * by id) decide, not BM25.
+ */
+const resolvingOptions = options.filter((o) => (1 / o.keywordHalf) ** o.steepness <= 2 ** 26);
+
+/**
+ * A retrieval's inputs over a pool of at most `size` ids: keyword candidates (raw BM25), semantic
+ * candidates and the cosine map (every semantic candidate and some keyword ones), cosines in
+ * [-1, 1]; and the query's evidence: its largest attainable BM25 (at least its best match's, as
+ * the stores compute it) and the embedding's coverage.
+ */
+const retrieval = (size: number) =>
+  fc
+    .record({
+      pool: fc.uniqueArray(
+        fc.record({
+          chunkId: fc.stringMatching(/^[a-e]{1,2}$/),
+          isKeyword: fc.boolean(),
+          isSemantic: fc.boolean(),
+          hasVector: fc.boolean(),
+          score: bm25,
+          cos: fc.double({ min: -1, max: 1, noNaN: true }),
+        }),
+        { selector: (c) => c.chunkId, maxLength: size },
+      ),
+      headroom: fc.double({ min: 1, max: 20, noNaN: true }),
+      floor: bm25,
+      coverage: fc.double({ min: 0, max: 1, noNaN: true }),
+    })
+    .map(({ pool, headroom, floor, coverage }) => {
+      const keyword: Candidate[] = [];
+      const semantic: Candidate[] = [];
+      const cosine = new Map<string, number>();
+      for (const { chunkId, isKeyword, isSemantic, hasVector, score, cos } of pool) {
+        if (isKeyword) keyword.push({ chunkId, score });
+        if (isSemantic) semantic.push({ chunkId, score: cos });
+        if (isSemantic || hasVector) cosine.set(chunkId, cos);
+      }
+      keyword.sort((a, b) => b.score - a.score);
+      semantic.sort((a, b) => b.score - a.score);
+      const keywordMax = Math.max(floor, (keyword[0]?.score ?? 0) * headroom);
+      return { keyword, semantic, cosine, query: { keywordMax, coverage } };
+    });
+const inputs = retrieval(25);
+
+const rankOf = (list: Candidate[], id: string) => list.findIndex((c) => c.chunkId === id);
+const byScore = (a: Candidate, b: Candidate) =>
+  b.score - a.score || (a.chunkId < b.chunkId ? -1 : 1);
+
+describe('fuse', () => {
+  it('is ordered, deterministic, contains every candidate once, scores in [0, 1)', () => {
+    fc.assert(
+      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+        const fused = fuse(keyword, semantic, cosine, query, o);
+        expect(fuse(keyword, semantic, cosine, query, o)).toEqual(fused);
+        expect(fuse([...keyword].reverse(), [...semantic].reverse(), cosine, query, o)).toEqual(
+          fused,
+        );
+        expect(fused.map((c) => c.chunkId).sort()).toEqual(
+          [...new Set([...keyword, ...semantic].map((c) => c.chunkId))].sort(),
+        );
+        for (let i = 1; i < fused.length; i++) {
+          const [a, b] = [fused[i - 1]!, fused[i]!];
+          expect(a.score > b.score || (a.score === b.score && a.chunkId < b.chunkId)).toBe(true);
+        }
+        for (const c of fused) {
+          expect(c.score).toBeGreaterThanOrEqual(0);
+          expect(c.score).toBeLessThan(1);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('scores a passage between S × K and S × (K + denseWeight × coverage × (1 − best K))', () => {
+    fc.assert(
+      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+        const K = (b: number) => keywordEvidence(b, query.keywordMax, o);
+        const best = Math.max(0, ...keyword.map((k) => K(k.score)));
+        const room = o.denseWeight * query.coverage * (1 - best);
+        const S = standOutFactor(keyword, query.keywordMax, o);
+        const bm25Of = new Map(keyword.map((k) => [k.chunkId, k.score]));
+        for (const c of fuse(keyword, semantic, cosine, query, o)) {
+          const evidence = K(bm25Of.get(c.chunkId) ?? 0);
+          expect(c.score).toBeGreaterThanOrEqual(evidence * S);
+          expect(c.score).toBeLessThanOrEqual((evidence + room) * S + 1e-12);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("raising a passage's BM25 (or making it a keyword match) never lowers its rank or its score before S", () => {
+    fc.assert(
+      fc.property(
+        // Small pools, so that the raised passage is often the best keyword match.
+        retrieval(5),
+        options,
+        fc.nat(),
+        bm25.filter((b) => b > 0),
+        ({ keyword, semantic, cosine, query }, o, pick, raise) => {
+          const pool = [...new Set([...keyword, ...semantic].map((c) => c.chunkId))];
+          fc.pre(pool.length > 0);
+          const id = pool[pick % pool.length]!;
+          const before = fuse(keyword, semantic, cosine, query, o);
+          const old = keyword.find((k) => k.chunkId === id)?.score ?? 0;
+          const raised = [
+            ...keyword.filter((k) => k.chunkId !== id),
+            { chunkId: id, score: old + raise },
+          ];
+          // The query's attainable maximum is the query's, not the passages': it stays.
+          const after = fuse(raised, semantic, cosine, query, o);
+          const scoreOf = (list: Candidate[]) => list[rankOf(list, id)]!.score;
+          expect(rankOf(after, id)).toBeLessThanOrEqual(rankOf(before, id));
+          // Before S (weight 0); with S, too, where the passage was already the best match (its
+          // lead can only grow). Otherwise closing in on the best shrinks the query's S.
+          const noS = { ...o, standOutWeight: 0 };
+          expect(scoreOf(fuse(raised, semantic, cosine, query, noS))).toBeGreaterThanOrEqual(
+            scoreOf(fuse(keyword, semantic, cosine, query, noS)) - 1e-12,
+          );
+          if (keyword.every((k) => k.chunkId === id || k.score < old))
+            expect(scoreOf(after)).toBeGreaterThanOrEqual(scoreOf(before) - 1e-12);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("raising a passage's cosine never lowers its score or rank", () => {
+    fc.assert(
+      fc.property(
+        inputs,
+        options,
+        fc.nat(),
+        fc.double({ min: 0, max: 2, noNaN: true }),
+        ({ keyword, semantic, cosine, query }, o, pick, raise) => {
+          const pool = [...new Set([...keyword, ...semantic].map((c) => c.chunkId))];
+          fc.pre(pool.length > 0);
+          const id = pool[pick % pool.length]!;
+          const cos = Math.min(1, (cosine.get(id) ?? -1) + raise);
+          const sem = semantic.some((s) => s.chunkId === id)
+            ? semantic.map((s) => (s.chunkId === id ? { chunkId: id, score: cos } : s))
+            : semantic;
+          const before = fuse(keyword, semantic, cosine, query, o);
+          const after = fuse(keyword, sem, new Map(cosine).set(id, cos), query, o);
+          expect(after[rankOf(after, id)]!.score).toBeGreaterThanOrEqual(
+            before[rankOf(before, id)]!.score,
+          );
+          expect(rankOf(after, id)).toBeLessThanOrEqual(rankOf(before, id));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('lowering the coverage never raises a score; at coverage 0 the keyword order rules', () => {
+    fc.assert(
+      fc.property(
+        inputs,
+        options,
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        ({ keyword, semantic, cosine, query }, o, factor) => {
+          const full = fuse(keyword, semantic, cosine, query, o);
+          const less = fuse(
+            keyword,
+            semantic,
+            cosine,
+            { ...query, coverage: query.coverage * factor },
+            o,
+          );
+          const scoreIn = (list: Candidate[], id: string) => list[rankOf(list, id)]!.score;
+          for (const c of less)
+            expect(c.score).toBeLessThanOrEqual(scoreIn(full, c.chunkId) + 1e-15);
+          // The model understood nothing: every score is the keyword evidence alone (times S).
+          const none = fuse(keyword, semantic, cosine, { ...query, coverage: 0 }, o);
+          const bm25Of = new Map(keyword.map((k) => [k.chunkId, k.score]));
+          const S = standOutFactor(keyword, query.keywordMax, o);
+          for (const c of none) {
+            expect(c.score).toBe(
+              keywordEvidence(bm25Of.get(c.chunkId) ?? 0, query.keywordMax, o) * S,
+            );
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('with zero dense weight keeps the BM25 order exactly; without keyword evidence, the cosine order', () => {
+    // Exactly: where K has resolution, i.e. (r / half)^p well below 2^52 (r ≤ 1 here).
+    fc.assert(
+      fc.property(inputs, resolvingOptions, ({ keyword, semantic, cosine, query }, o) => {
+        const keywordOnly = fuse(keyword, [], new Map(), query, { ...o, denseWeight: 0 });
+        expect(keywordOnly.map((c) => c.chunkId)).toEqual(
+          [...keyword].sort(byScore).map((c) => c.chunkId),
+        );
+        const semanticOnly = fuse(
+          [],
+          semantic,
+          cosine,
+          { ...query, coverage: 1 },
+          {
+            ...o,
+            denseWeight: 1,
+          },
+        );
+        // Without a keyword match S is 1 − standOutWeight; a score stays below 1 (ranking.ts
+        // MAX_SCORE, 1 − 2^-52: a cosine of 1 − 2^-53 scores that).
+        const S = 1 - o.standOutWeight;
+        expect(semanticOnly).toEqual(
+          semantic
+            .map((s) => ({
+              chunkId: s.chunkId,
+              score: Math.min(Math.max(0, s.score) * S, 1 - 2 ** -52),
+            }))
+            .sort(byScore),
+        );
+      }),
+    );
+  });
+
+  it('keeps an exact identifier match first; lets the cosine rank a paraphrase (examples)', () => {
+    const cosine = new Map([
+      ['exact', 0.2],
+      ['common-word', 0.3],
+      ['meaning', 0.8],
+    ]);
+    // `BZ_NO_STDIO`: one rare identifier (idf ≈ 6, so the query can score at most 13.2) matched in
+    // full scores a BM25 of 9; the model knows none of it (coverage 0.1).
+    const identifier = fuse(
+      [{ chunkId: 'exact', score: 9 }],
+      [{ chunkId: 'meaning', score: 0.8 }],
+      cosine,
+      { keywordMax: 13.2, coverage: 0.1 },
+    );
+    expect(identifier.map((c) => c.chunkId)).toEqual(['exact', 'meaning']);
+    expect(identifier[0]!.score).toBeGreaterThan(0.9);
+    // Even with a model that knows every word, a full match of the query leaves dense no room.
+    const understood = fuse(
+      [{ chunkId: 'exact', score: 9 }],
+      [{ chunkId: 'meaning', score: 0.8 }],
+      cosine,
+      { keywordMax: 13.2, coverage: 1 },
+    );
+    expect(understood.map((c) => c.chunkId)).toEqual(['exact', 'meaning']);
+    // A paraphrase: six informative words (max 80), one common one matched (BM25 4, r = 0.05).
+    const paraphrase = fuse(
+      [{ chunkId: 'common-word', score: 4 }],
+      [
+        { chunkId: 'meaning', score: 0.8 },
+        { chunkId: 'common-word', score: 0.3 },
+      ],
+      cosine,
+      { keywordMax: 80, coverage: 0.95 },
+    );
+    expect(paraphrase.map((c) => c.chunkId)).toEqual(['meaning', 'common-word']);
+    // Its one match leads by 4 / 80 = 0.05 of what the query could score: S = 1 − 0.15 × 0.5.
+    const room = 0.9 * 0.95 * (1 - keywordEvidence(4, 80));
+    expect(paraphrase[0]!.score).toBeCloseTo(room * 0.8 * 0.925, 12);
+    // A tiny collection where every idf collapses to ~0: even a full match says nothing (T ≈ 0),
+    // the cosine ranks, and a match without a vector still scores above 0.
+    const collapsed = fuse(
+      [{ chunkId: 'exact', score: 2e-6 }],
+      [{ chunkId: 'meaning', score: 0.8 }],
+      cosine,
+      { keywordMax: 4.4e-6, coverage: 1 },
+    );
+    expect(collapsed.map((c) => c.chunkId)).toEqual(['meaning', 'exact']);
+    const stale = fuse([{ chunkId: 'stale', score: 1e-6 }], [], new Map(), {
+      keywordMax: 2.2e-6,
+      coverage: 1,
+    });
+    expect(stale[0]!.score).toBeGreaterThan(0);
+    // The bound holds at the extremes: full dense weight, a cosine of 1, a BM25 beyond resolution.
+    const w1 = { ...DEFAULT_FUSION, denseWeight: 1 };
+    for (const score of [0, 1e-6, 16, 1e6, 1e300]) {
+      const fused = fuse(
+        [{ chunkId: 'x', score }],
+        [],
+        new Map([['x', 1]]),
+        {
+          keywordMax: 20,
+          coverage: 1,
+        },
+        w1,
+      );
+      expect(fused[0]!.score).toBeLessThan(1);
+    }
+  });
+
+  it('scales every score of a query by one S: the order is the order without it', () => {
+    fc.assert(
+      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+        const without = fuse(keyword, semantic, cosine, query, { ...o, standOutWeight: 0 });
+        const withS = fuse(keyword, semantic, cosine, query, o);
+        const S = standOutFactor(keyword, query.keywordMax, o);
+        expect(S).toBeGreaterThanOrEqual(1 - o.standOutWeight);
+        expect(S).toBeLessThanOrEqual(1);
+        // Same order, except where rounding makes two scores equal (then by id, like any tie).
+        const plain = new Map(without.map((c) => [c.chunkId, c.score]));
+        for (let i = 1; i < withS.length; i++) {
+          const [a, b] = [withS[i - 1]!, withS[i]!];
+          if (a.score !== b.score)
+            expect(plain.get(a.chunkId)!).toBeGreaterThan(plain.get(b.chunkId)!);
+        }
+        for (const c of withS) expect(c.score).toBeCloseTo(plain.get(c.chunkId)! * S, 12);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('S: 1 when the best match leads the next by standOutGap × M; exact duplicates do not count', () => {
+    const o = DEFAULT_FUSION; // weight 0.15, gap 0.1
+    const k = (chunkId: string, score: number) => ({ chunkId, score });
+    // M 40: the best (20) leads the next (10) by 0.25 M → 1.
+    expect(standOutFactor([k('a', 20), k('b', 10)], 40, o)).toBe(1);
+    // Leads by 1 / 40 = 0.025 M: a quarter of the gap → 1 − 0.15 × 0.75.
+    expect(standOutFactor([k('a', 20), k('b', 19)], 40, o)).toBeCloseTo(0.8875, 12);
+    // An exact duplicate of the best is the same passage twice: the lead is over 19.
+    expect(standOutFactor([k('a', 20), k('a2', 20), k('b', 19)], 40, o)).toBeCloseTo(0.8875, 12);
+    // A lone match leads by its own score; no match at all: 1 − weight.
+    expect(standOutFactor([k('a', 2)], 40, o)).toBeCloseTo(1 - 0.15 * 0.5, 12);
+    expect(standOutFactor([], 40, o)).toBe(0.85);
+    // An on-topic question the documents do not answer scores lower than one they answer with
+    // the same evidence, where its best match does not stand out.
+    const cosine = new Map([
+      ['a', 0.7],
+      ['b', 0.7],
+    ]);
+    const query = { keywordMax: 40, coverage: 0.9 };
+    const answered = fuse([k('a', 12), k('b', 6)], [], cosine, query);
+    const common = fuse([k('a', 12), k('b', 11.5)], [], cosine, query);
+    expect(common[0]!.score).toBeLessThan(answered[0]!.score - 0.1);
+  });
+
+  it('keeps the documented defaults and the keyword-mode score', () => {
+    expect(DEFAULT_FUSION).toEqual({
+      keywordHalf: 0.2,
+      steepness: 3,
+      denseWeight: 0.9,
+      trustScale: 4,
+      standOutWeight: 0.15,
+      standOutGap: 0.1,
+    });
+    expect(keywordScore(16)).toBeCloseTo(0.55, 10);
+    expect(keywordScore(0)).toBe(0.1);
+    expect(keywordScore(1e300)).toBeLessThan(1);
+  });
+});
+
+describe('keywordEvidence', () => {
+  it("depends on the share of the query's largest attainable BM25, not on its scale", () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0.001, max: 1, noNaN: true }),
+        fc.double({ min: 200, max: 1000, noNaN: true }),
+        fc.double({ min: 200, max: 1000, noNaN: true }),
+        (r, a, b) => {
+          // Beyond ~40 trust scales T is 1 to double precision.
+          expect(keywordEvidence(r * a, a)).toBeCloseTo(keywordEvidence(r * b, b), 12);
+        },
+      ),
+    );
+    const { keywordHalf, trustScale } = DEFAULT_FUSION;
+    expect(keywordEvidence(keywordHalf * 1000, 1000)).toBeCloseTo(0.5, 12);
+    // A weak query (every word common): the same share counts for less.
+    expect(keywordEvidence(0.5, 1)).toBeCloseTo(
+      (1 - Math.exp(-1 / trustScale)) * keywordEvidence(500, 1000),
+      12,
+    );
+    expect(keywordEvidence(0, 10)).toBe(0);
+    expect(keywordEvidence(5, 0)).toBe(0);
+  });
+
+  it('is monotonic in BM25 and in [0, 1)', () => {
+    fc.assert(
+      fc.property(bm25, bm25, bm25, options, (a, b, max, o) => {
+        const [lo, hi] = a < b ? [a, b] : [b, a];
+        expect(keywordEvidence(lo, max, o)).toBeLessThanOrEqual(keywordEvidence(hi, max, o));
+        expect(keywordEvidence(hi, max, o)).toBeLessThan(1);
+        expect(keywordEvidence(lo, max, o)).toBeGreaterThanOrEqual(0);
+      }),
+    );
+  });
+});
+
+describe('calibrateBm25', () => {
+  it('calibrates BM25 monotonically into [0, 1), 0.5 at half, s / (s + half) at steepness 1', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 1e300, noNaN: true }),
+        fc.double({ min: 0, max: 1e300, noNaN: true }),
+        fc.integer({ min: 1, max: 8 }),
+        (a, b, p) => {
+          const [lo, hi] = a < b ? [a, b] : [b, a];
+          expect(calibrateBm25(lo, 16, p)).toBeLessThanOrEqual(calibrateBm25(hi, 16, p));
+          expect(calibrateBm25(hi, 16, p)).toBeLessThan(1);
+          expect(calibrateBm25(lo, 16, p)).toBeGreaterThanOrEqual(0);
+          if (lo > 1e-6) expect(calibrateBm25(lo, 16, p)).toBeGreaterThan(0);
+        },
+      ),
+    );
+    for (const p of [1, 2, 5, 8]) expect(calibrateBm25(16, 16, p)).toBe(0.5);
+    expect(calibrateBm25(48, 16)).toBe(48 / 64);
+  });
+});
+
+describe('maxBm25', () => {
+  it('bounds the BM25 of every chunk for the query words (FTS5 formula)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            idf: fc.double({ min: 1e-6, max: 15, noNaN: true }),
+            f: fc.double({ min: 0, max: 1000, noNaN: true }),
+          }),
+          { maxLength: 12 },
+        ),
+        fc.double({ min: 1, max: 5000, noNaN: true }),
+        fc.double({ min: 1, max: 5000, noNaN: true }),
+        (terms, length, average) => {
+          const score = terms.reduce(
+            (sum, { idf, f }) =>
+              sum + (idf * f * (K1 + 1)) / (f + K1 * (1 - B + (B * length) / average)),
+            0,
+          );
+          expect(score).toBeLessThanOrEqual(maxBm25(terms.map((t) => t.idf)));
+        },
+      ),
+    );
+    expect(maxBm25([])).toBe(0);
+    expect(maxBm25([2, 3])).toBeCloseTo(5 * (K1 + 1), 12);
+    // A word in no chunk counts with the idf of a word in none.
+    expect(idf(1000, 0)).toBeCloseTo(Math.log(1000.5 / 0.5), 12);
+  });
+});
+
+describe('buildFtsQuery', () => {
+  const db = new Database(':memory:');
+  db.exec(
+    "create virtual table f using fts5(content, tokenize = 'porter unicode61 remove_diacritics 2')",
+  );
+  db.prepare('insert into f values (?)').run('The quick brown fox jumps over the lazy dog');
+  const search = db.prepare('select count(*) as n from f where f match ?');
+
+  it('never produces FTS5 syntax errors, whatever the input', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 80 }), (text) => {
+        const q = buildFtsQuery(text);
+        if (q !== null) expect(() => search.get(q)).not.toThrow();
+      }),
+      { numRuns: 500 },
+    );
+    for (const text of ['"', 'a OR', 'NEAR(', 'content:x', '*', 'AND NOT', '^x']) {
+      const q = buildFtsQuery(text);
+      if (q !== null) expect(() => search.get(q)).not.toThrow();
+    }
+  });
+
+  it('drops stop words unless nothing else is left, matches stems', () => {
+    expect(buildFtsQuery('the jumping foxes')).toBe('"jumping" OR "foxes"');
+    expect(buildFtsQuery('to be or not to be')).toBe('"to" OR "be" OR "or" OR "not"');
+    expect(buildFtsQuery('!!! ...')).toBeNull();
+    expect(search.get(buildFtsQuery('jumping foxes'))).toEqual({ n: 1 });
+    expect(queryTerms('Ünïcode-Wörds 42')).toEqual(['ünïcode', 'wörds', '42']);
+  });
+});
