@@ -3,8 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The console's browser tests run with `npm run test:e2e` (vitest.e2e.config.ts), never here.
-    exclude: [...configDefaults.exclude, 'test/e2e/**'],
+    // The console's browser tests (`npm run test:e2e`) and the real-model suites
+    // (`npm run test:models`) have configs of their own.
+    exclude: [...configDefaults.exclude, 'test/e2e/**', 'test/models/**'],
     environment: 'node',
     testTimeout: 20_000,
     hookTimeout: 30_000,

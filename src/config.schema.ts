@@ -289,7 +289,7 @@ export const ENV_SCHEMA = Type.Object({
     Type.String({
       minLength: 1,
       description:
-        'Model name for `openai`/`transformers` (e.g. `text-embedding-3-small`, `Xenova/bge-small-en-v1.5`).',
+        'Model name for `openai`/`transformers` (e.g. `text-embedding-3-small`; `bge-small-en-v1.5`, `all-MiniLM-L6-v2`, `e5-small-v2`, `multilingual-e5-small` or a directory name under EMBEDDING_MODEL_DIR).',
     }),
   ),
   EMBEDDING_BASE_URL: Type.String({
@@ -303,8 +303,14 @@ export const ENV_SCHEMA = Type.Object({
   EMBEDDING_MODEL_DIR: Type.Optional(
     Type.String({
       minLength: 1,
-      description: 'Directory of offline transformer models (`<dir>/<model>/…`).',
+      description:
+        'Directory of offline transformer models (`<dir>/<model>/…`), where `aps models pull` and `npm run models:install` put them. Default: `./models`.',
     }),
+  ),
+  EMBEDDING_QUANTIZED: oneOf(
+    ['true', 'false'] as const,
+    'false',
+    '`transformers`: run the int8 model (`onnx/model_quantized.onnx`): about twice as fast on a CPU, its vectors close to the full model’s but not equal, so it counts as another model (`…@q8`: documents are re-indexed).',
   ),
   EMBEDDING_ALLOW_DOWNLOAD: oneOf(
     ['true', 'false'] as const,
@@ -329,6 +335,36 @@ export const ENV_SCHEMA = Type.Object({
     maximum: 2048,
     default: 64,
     description: 'Texts per embeddings API request.',
+  }),
+  RERANK_PROVIDER: oneOf(
+    ['none', 'transformers', 'http'] as const,
+    'none',
+    'A second opinion on the best hits: `transformers` runs a cross-encoder in process (RERANK_MODEL under EMBEDDING_MODEL_DIR); `http` calls a rerank API (`POST {RERANK_BASE_URL}/rerank`, the shape TEI, Jina and Cohere share); `none` keeps the fused order.',
+  ),
+  RERANK_MODEL: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'The reranking model (`transformers` default: `ms-marco-MiniLM-L-12-v2`; `http`: sent as `model`).',
+    }),
+  ),
+  RERANK_BASE_URL: Type.Optional(
+    Type.String({ pattern: '^https?://', description: 'Base URL of the rerank API (`http`).' }),
+  ),
+  RERANK_API_KEY: Type.Optional(
+    Type.String({ minLength: 1, description: 'Bearer key for the rerank API.' }),
+  ),
+  RERANK_CANDIDATES: Type.Integer({
+    minimum: 2,
+    maximum: 200,
+    default: 30,
+    description: 'How many of the best hits the reranker reorders (at least topK are asked for).',
+  }),
+  RERANK_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600_000,
+    default: 10_000,
+    description: 'A rerank slower than this is given up: the hits keep their fused order.',
   }),
   HTTP_HEADERS_TIMEOUT_MS: Type.Integer({
     minimum: 100,

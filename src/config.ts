@@ -97,7 +97,8 @@ export interface Config {
     model: string | null;
     baseUrl: string;
     apiKey: string | null;
-    modelDir: string | null;
+    /** Absolute path (default `./models`). */
+    modelDir: string;
     allowDownload: boolean;
     /** Absolute path. */
     cacheDir: string;
@@ -105,6 +106,17 @@ export interface Config {
     cacheFallbackDir: string | null;
     timeoutMs: number;
     batchSize: number;
+    /** `transformers`: run the int8 model (model id `…@q8`). */
+    quantized: boolean;
+  };
+  rerank: {
+    provider: Env['RERANK_PROVIDER'];
+    model: string;
+    baseUrl: string | null;
+    apiKey: string | null;
+    /** Hits the reranker reorders (at least topK). */
+    candidates: number;
+    timeoutMs: number;
   };
 }
 
@@ -228,6 +240,9 @@ export function loadConfig(
   if (e.EMBEDDING_PROVIDER === 'openai' && e.EMBEDDING_MODEL === undefined) {
     problems.set('EMBEDDING_MODEL', 'EMBEDDING_MODEL is required when EMBEDDING_PROVIDER=openai');
   }
+  if (e.RERANK_PROVIDER === 'http' && e.RERANK_BASE_URL === undefined) {
+    problems.set('RERANK_BASE_URL', 'RERANK_BASE_URL is required when RERANK_PROVIDER=http');
+  }
 
   if (problems.size > 0 || database === null) throw new ConfigError([...problems.values()]);
 
@@ -295,7 +310,7 @@ export function loadConfig(
         (e.EMBEDDING_PROVIDER === 'transformers' ? 'Xenova/bge-small-en-v1.5' : null),
       baseUrl: e.EMBEDDING_BASE_URL.replace(/\/+$/, ''),
       apiKey: e.EMBEDDING_API_KEY ?? null,
-      modelDir: e.EMBEDDING_MODEL_DIR === undefined ? null : resolve(cwd, e.EMBEDDING_MODEL_DIR),
+      modelDir: resolve(cwd, e.EMBEDDING_MODEL_DIR ?? 'models'),
       allowDownload: e.EMBEDDING_ALLOW_DOWNLOAD === 'true',
       cacheDir:
         e.EMBEDDING_CACHE_DIR === undefined
@@ -305,6 +320,15 @@ export function loadConfig(
         e.EMBEDDING_CACHE_DIR === undefined ? resolve(cwd, e.DATA_DIR, 'models') : null,
       timeoutMs: e.EMBEDDING_TIMEOUT_MS,
       batchSize: e.EMBEDDING_BATCH_SIZE,
+      quantized: e.EMBEDDING_QUANTIZED === 'true',
+    },
+    rerank: {
+      provider: e.RERANK_PROVIDER,
+      model: e.RERANK_MODEL ?? 'ms-marco-MiniLM-L-12-v2',
+      baseUrl: e.RERANK_BASE_URL === undefined ? null : e.RERANK_BASE_URL.replace(/\/+$/, ''),
+      apiKey: e.RERANK_API_KEY ?? null,
+      candidates: e.RERANK_CANDIDATES,
+      timeoutMs: e.RERANK_TIMEOUT_MS,
     },
   };
 }
