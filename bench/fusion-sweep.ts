@@ -4,7 +4,8 @@
  *
  *   npx tsx bench/fusion-sweep.ts [--limit N] [--distractors 0] [--seed 42] [--dataset DIR]
  *     [--sets realdocs,scifact,paraphrase] [--dump] [--grid-h 0.1,0.2] [--grid-p 2,4]
- *     [--grid-w 0.9] [--grid-t 1,4] [--grid-sw 0,0.15] [--grid-sg 0.1] [--save FILE]
+ *     [--grid-w 0.9] [--grid-t 1,4] [--grid-sw 0,0.15] [--grid-sg 0.1] [--save FILE] [--load FILE]
+ *     [--model static|NAME --models-dir models --quantized]
  *
  * In process, for speed: each set is ingested through the product's path (storage → documents →
  * indexing: converter, chunker, embedder, SQLite), as bench/retrieval.ts does over HTTP; each
@@ -13,7 +14,7 @@
  * for every parameter setting. `--distractors N` adds the paraphrase set with N synthetic sections
  * beside its 50 passages. Progress goes to stderr, the table (markdown) to stdout.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -22,13 +23,15 @@ import { loadConfig } from '../src/config.js';
 import { createContext } from '../src/context.js';
 import {
   calibrateBm25,
-  DEFAULT_FUSION,
   fuse,
+  fusionFor,
   type FusionOptions,
 } from '../src/knowledge/retrieval/ranking.js';
+import { MODEL_NAME as STATIC_MODEL } from '../src/knowledge/embeddings/static/cache.js';
 import type { Candidate, ChunkStore, Evidence } from '../src/knowledge/search/chunk-store.js';
 import { DEFAULT_EMBEDDING_CACHE, type Hit } from './retrieval/harness.js';
 import { meanMetrics, percentile, rankMetrics, type QueryMetrics } from './retrieval/metrics.js';
+import { MODEL_OPTIONS, modelEnv } from './retrieval/model-env.js';
 import { realdocsSet } from './retrieval/realdocs.js';
 import {
   CONTROL_GROUP,
@@ -50,6 +53,8 @@ const { values } = parseArgs({
     dump: { type: 'boolean', default: false },
     /** Writes each query's evidence (candidates, cosines, judged keys) as JSON lines to this file. */
     save: { type: 'string' },
+    /** Reads the evidence a `--save` run wrote instead of ingesting the sets again. */
+    load: { type: 'string' },
     /** Comma-separated values of each FusionOptions axis (keywordHalf, steepness, denseWeight, trustScale). */
     'grid-h': { type: 'string' },
     'grid-p': { type: 'string' },
@@ -57,6 +62,10 @@ const { values } = parseArgs({
     'grid-t': { type: 'string' },
     'grid-sw': { type: 'string' },
     'grid-sg': { type: 'string' },
+    'grid-floor': { type: 'string' },
+    'grid-ceiling': { type: 'string' },
+    'grid-shrink': { type: 'string' },
+    ...MODEL_OPTIONS,
   },
 });
 const chosen = values.sets.split(',');
@@ -87,6 +96,7 @@ async function prepare(set: EvalSet): Promise<Prepared[]> {
       LOG_LEVEL: 'warn',
       EMBEDDING_CACHE_DIR: DEFAULT_EMBEDDING_CACHE,
       UPLOAD_MAX_BYTES: String(1 << 30),
+      ...modelEnv(values),
     },
     dir,
   );
@@ -195,13 +205,55 @@ function before(p: Prepared): Candidate[] {
 
 type Ranker = (p: Prepared) => Candidate[];
 
+/** The evidence a `--save` run wrote, by set label (sweeps again without ingesting). */
+function loadEvidence(file: string): Map<string, Prepared[]> {
+  const bySet = new Map<string, Prepared[]>();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.trim() === '') continue;
+    const row = JSON.parse(line) as {
+      set: string;
+      id: string;
+      text: string;
+      group: string;
+      relevant: string[];
+      keywordMax: number;
+      coverage: number;
+      keyword: Candidate[];
+      semantic: Candidate[];
+      cosine: Record<string, number | null>;
+      keys: Record<string, string>;
+    };
+    const cosine = new Map<string, number>();
+    for (const [id, c] of Object.entries(row.cosine)) if (c !== null) cosine.set(id, c);
+    const list = bySet.get(row.set) ?? [];
+    list.push({
+      id: row.id,
+      text: row.text,
+      group: row.group,
+      relevant: new Set(row.relevant),
+      keywordMax: row.keywordMax,
+      coverage: row.coverage,
+      keyword: row.keyword,
+      semantic: row.semantic,
+      cosine,
+      keyOf: (chunkId) => row.keys[chunkId] ?? `chunk:${chunkId}`,
+    });
+    bySet.set(row.set, list);
+  }
+  return bySet;
+}
+
 const sets: { label: string; queries: Prepared[] }[] = [];
-if (chosen.includes('realdocs'))
-  sets.push({ label: 'realdocs', queries: await prepare(realdocsSet(undefined, limit)) });
-if (chosen.includes('scifact'))
-  sets.push({ label: 'scifact', queries: await prepare(scifactSet(values.dataset, limit)) });
-if (chosen.includes('paraphrase'))
-  sets.push({ label: 'paraphrase', queries: await prepare(paraphraseSet(undefined, limit)) });
+const loaded = values.load === undefined ? undefined : loadEvidence(values.load);
+for (const [label, make] of [
+  ['realdocs', () => realdocsSet(undefined, limit)],
+  ['scifact', () => scifactSet(values.dataset, limit)],
+  ['paraphrase', () => paraphraseSet(undefined, limit)],
+] as const) {
+  if (!chosen.includes(label)) continue;
+  const queries = loaded === undefined ? await prepare(make()) : loaded.get(label);
+  if (queries !== undefined) sets.push({ label, queries });
+}
 if (values.save !== undefined) {
   const lines: string[] = [];
   for (const { label, queries } of sets) {
@@ -357,27 +409,36 @@ const rows: Row[] = [
   { label: 'before (absolute half 16, p 5)', e: evaluate(before) },
 ];
 const grid: FusionOptions[] = [];
-const axis = (name: string, fallback: number[]) =>
+// The model's own fusion (ranking.ts fusionFor) is the base every axis varies.
+const base = fusionFor(values.model === 'static' ? STATIC_MODEL : `transformers:${values.model}`);
+const axis = (name: string, fallback: number) =>
   (values[name as 'grid-h'] ?? '') === ''
-    ? fallback
+    ? [fallback]
     : (values[name as 'grid-h'] as string).split(',').map(Number);
-for (const keywordHalf of axis('grid-h', [0.1, 0.15, 0.2, 0.25, 0.3, 0.4]))
-  for (const steepness of axis('grid-p', [2, 3, 4, 5, 6]))
-    for (const denseWeight of axis('grid-w', [0.75, 0.9]))
-      for (const trustScale of axis('grid-t', [1, 4]))
-        for (const standOutWeight of axis('grid-sw', [0, DEFAULT_FUSION.standOutWeight]))
-          for (const standOutGap of axis('grid-sg', [DEFAULT_FUSION.standOutGap]))
-            grid.push({
-              keywordHalf,
-              steepness,
-              denseWeight,
-              trustScale,
-              standOutWeight,
-              standOutGap,
-            });
+for (const keywordHalf of axis('grid-h', base.keywordHalf))
+  for (const steepness of axis('grid-p', base.steepness))
+    for (const denseWeight of axis('grid-w', base.denseWeight))
+      for (const trustScale of axis('grid-t', base.trustScale))
+        for (const standOutWeight of axis('grid-sw', base.standOutWeight))
+          for (const standOutGap of axis('grid-sg', base.standOutGap))
+            for (const cosineFloor of axis('grid-floor', base.cosineFloor))
+              for (const cosineCeiling of axis('grid-ceiling', base.cosineCeiling))
+                for (const roomShrink of axis('grid-shrink', base.roomShrink))
+                  grid.push({
+                    ...base,
+                    keywordHalf,
+                    steepness,
+                    denseWeight,
+                    trustScale,
+                    standOutWeight,
+                    standOutGap,
+                    cosineFloor,
+                    cosineCeiling,
+                    roomShrink,
+                  });
 for (const options of grid) {
   rows.push({
-    label: `h ${options.keywordHalf}, p ${options.steepness}, w ${options.denseWeight}, t ${options.trustScale}, S ${options.standOutWeight}/${options.standOutGap}`,
+    label: `h ${options.keywordHalf}, p ${options.steepness}, w ${options.denseWeight}, t ${options.trustScale}, S ${options.standOutWeight}/${options.standOutGap}, cos ${options.cosineFloor}–${options.cosineCeiling}, shrink ${options.roomShrink}`,
     options,
     e: evaluate((p) => fuse(p.keyword, p.semantic, p.cosine, p, options)),
   });
@@ -385,8 +446,7 @@ for (const options of grid) {
 log(`${grid.length} settings evaluated`);
 
 const isDefault = (o?: FusionOptions) =>
-  o !== undefined &&
-  (Object.keys(DEFAULT_FUSION) as (keyof FusionOptions)[]).every((k) => o[k] === DEFAULT_FUSION[k]);
+  o !== undefined && (Object.keys(base) as (keyof FusionOptions)[]).every((k) => o[k] === base[k]);
 const show = (r: Row) =>
   [
     ...COLUMNS.map((c) => cell(r.e, c).toFixed(3)),
@@ -408,19 +468,21 @@ for (const r of rows) {
   console.log(`| ${isDefault(r.options) ? `**${r.label} (default)**` : r.label} | ${show(r)} |`);
 }
 
-// The targets: realdocs MRR@10 ≥ BM25's on every question type, SciFact ≥ 0.70 and
-// paraphrase Recall@5 ≥ BM25's + 0.5; then the best realdocs MRR@10 overall.
-const bm25 = rows[0]!.e;
+// The target: hybrid at least as good as keywords alone and as the cosine alone on every set and
+// realdocs question type; then the best realdocs MRR@10 overall.
+const [bm25, cosineAlone] = [rows[0]!.e, rows[1]!.e];
 const m = (e: Evaluation, key: string, metric: keyof QueryMetrics) =>
   e.metrics.get(key)?.[metric] ?? 0;
+const atLeastBoth = (e: Evaluation, key: string, metric: keyof QueryMetrics) =>
+  m(e, key, metric) >= Math.max(m(bm25, key, metric), m(cosineAlone, key, metric));
 const eligible = rows.filter(
   (r) =>
     r.options !== undefined &&
-    ['realdocs keyword', 'realdocs paraphrase', 'realdocs fact'].every(
-      (g) => m(r.e, g, 'mrr10') >= m(bm25, g, 'mrr10'),
+    ['realdocs keyword', 'realdocs paraphrase', 'realdocs fact'].every((g) =>
+      atLeastBoth(r.e, g, 'mrr10'),
     ) &&
-    m(r.e, 'scifact', 'ndcg10') >= 0.7 &&
-    m(r.e, 'paraphrase questions', 'recall5') >= m(bm25, 'paraphrase questions', 'recall5') + 0.5,
+    atLeastBoth(r.e, 'scifact', 'ndcg10') &&
+    atLeastBoth(r.e, 'paraphrase questions', 'recall5'),
 );
 eligible.sort((a, b) => m(b.e, 'realdocs all', 'mrr10') - m(a.e, 'realdocs all', 'mrr10'));
 console.log(`\n${eligible.length} settings meet the targets; the best by realdocs MRR@10:`);

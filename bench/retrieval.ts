@@ -60,6 +60,7 @@ import { hnswCurve, hnswRecall, startPostgres, storeGraph } from './retrieval/po
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
 import { realdocsSet } from './retrieval/realdocs.js';
 import { calibrationTable } from './retrieval/calibration.js';
+import { MODEL_OPTIONS, modelEnv } from './retrieval/model-env.js';
 
 const { values } = parseArgs({
   options: {
@@ -75,8 +76,10 @@ const { values } = parseArgs({
     distractors: { type: 'string', default: '0' },
     db: { type: 'string', default: 'sqlite' },
     'pg-database': { type: 'string' },
+    ...MODEL_OPTIONS,
   },
 });
+const embeddingEnv = modelEnv(values);
 
 const log = (line: string) => process.stderr.write(line + '\n');
 const list = (s: string) =>
@@ -119,12 +122,12 @@ async function keptDatabase(): Promise<{ url: string; created: boolean } | undef
 
 /** A bench server on the chosen database. */
 async function startBench(label: string): Promise<BenchServer> {
-  if (postgres === undefined) return BenchServer.start(label);
+  if (postgres === undefined) return BenchServer.start(label, undefined, embeddingEnv);
   const database = await postgres.createDatabase(label);
   return BenchServer.start(
     label,
     undefined,
-    { DATABASE_URL: database.url, STORAGE_DRIVER: 'postgres' },
+    { ...embeddingEnv, DATABASE_URL: database.url, STORAGE_DRIVER: 'postgres' },
     database.drop,
   );
 }
@@ -289,6 +292,7 @@ async function runScale(n: number): Promise<void> {
     kept === undefined
       ? await startBench(`scale-${label}`)
       : await BenchServer.start(`scale-${label}`, undefined, {
+          ...embeddingEnv,
           DATABASE_URL: kept.url,
           STORAGE_DRIVER: 'postgres',
           BOOTSTRAP_API_KEY: KEPT_KEY,

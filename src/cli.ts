@@ -13,6 +13,7 @@ import { migrate, migrationStatus, type MigrationState } from './db/migrator.js'
 import { AppError } from './errors.js';
 import { startServer } from './server.js';
 import { sqliteFileMissing, table } from './cli/output.js';
+import { registerModels } from './cli/models.js';
 import { registerReindex, UsageError } from './cli/reindex.js';
 import { CliSession, NoDatabaseError } from './cli/session.js';
 
@@ -99,6 +100,7 @@ program
   });
 
 registerReindex(program, session);
+registerModels(program, session);
 
 program
   .command('mcp')

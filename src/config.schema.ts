@@ -297,6 +297,14 @@ export const ENV_SCHEMA = Type.Object({
     default: 'https://api.openai.com/v1',
     description: 'Base URL of the OpenAI-compatible embeddings API.',
   }),
+  EMBEDDING_DIMENSIONS: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 65_536,
+      description:
+        '`openai`: the vector length to ask for (`dimensions`, for models that can shorten theirs); a server that answers another length fails the request. The model counts as another one (`…@N`).',
+    }),
+  ),
   EMBEDDING_API_KEY: Type.Optional(
     Type.String({ minLength: 1, description: 'Bearer key for the embeddings API.' }),
   ),

@@ -97,6 +97,8 @@ export interface Config {
     model: string | null;
     baseUrl: string;
     apiKey: string | null;
+    /** `openai`: the vector length to ask for (EMBEDDING_DIMENSIONS); null: the model's own. */
+    dimensions: number | null;
     /** Absolute path (default `./models`). */
     modelDir: string;
     allowDownload: boolean;
@@ -310,6 +312,7 @@ export function loadConfig(
         (e.EMBEDDING_PROVIDER === 'transformers' ? 'Xenova/bge-small-en-v1.5' : null),
       baseUrl: e.EMBEDDING_BASE_URL.replace(/\/+$/, ''),
       apiKey: e.EMBEDDING_API_KEY ?? null,
+      dimensions: e.EMBEDDING_DIMENSIONS ?? null,
       modelDir: resolve(cwd, e.EMBEDDING_MODEL_DIR ?? 'models'),
       allowDownload: e.EMBEDDING_ALLOW_DOWNLOAD === 'true',
       cacheDir:

@@ -52,6 +52,10 @@ export const ERROR_CATALOGUE = {
   KNOWLEDGE_DOCUMENT_EMPTY: { status: 400, message: 'The uploaded file is empty.' },
   KNOWLEDGE_COMMAND_NOT_FOUND: { status: 400, message: 'Unknown converter command.' },
   KNOWLEDGE_QUERY_REQUIRED: { status: 400, message: 'The query must not be blank.' },
+  KNOWLEDGE_RERANK_UNAVAILABLE: {
+    status: 400,
+    message: 'No reranker is configured (RERANK_PROVIDER=none): omit `rerank` or send false.',
+  },
   KNOWLEDGE_INDEX_IN_PROGRESS: { status: 409, message: 'The document is being indexed already.' },
   KNOWLEDGE_INDEX_CANCELLED: {
     status: 409,

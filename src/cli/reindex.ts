@@ -69,6 +69,9 @@ export function registerReindex(program: Command, session: CliSession): void {
 async function reindex(ctx: AppContext, session: CliSession, opts: Selectors): Promise<void> {
   const { indexing, embedder } = ctx.knowledge;
   const chosen = await select(ctx, opts);
+  // A switch of the embedding model under way: the commits also write the vectors of the model
+  // that answers searches meanwhile (embeddings/model-switch.ts).
+  await ctx.knowledge.models.refresh();
   // Loads (on a machine's very first run, builds) the model before the bar starts.
   if (chosen.length > 0) await embedder.ready();
   const failed: { id: string; name: string; error: string }[] = [];

@@ -22,12 +22,14 @@ import { DocumentsService } from './documents/documents.service.js';
 import { postgresDocumentSql, registerSqliteFilter, sqliteDocumentSql } from './filter/sql.js';
 import { DocumentMarkdownService } from './markdown/markdown.service.js';
 import { KnowledgeEvents } from './events/events.js';
-import { createEmbeddingProvider } from './embeddings/index.js';
+import { createEmbeddingProvider, providerForModel } from './embeddings/index.js';
+import { ModelSwitch } from './embeddings/model-switch.js';
 import type { EmbeddingProvider } from './embeddings/provider.js';
 import { IndexJob } from './indexing/index-job.js';
 import { IndexPipeline } from './indexing/index-pipeline.js';
 import { IndexingService } from './indexing/indexing.service.js';
 import { IngestService } from './ingest/ingest.service.js';
+import { createRerankProvider } from './rerank/index.js';
 import { RetrievalService } from './retrieval/retrieval.service.js';
 import type { ChunkStore } from './search/chunk-store.js';
 import { SqliteChunkStore } from './search/sqlite/sqlite-chunk-store.js';
@@ -45,6 +47,8 @@ export interface KnowledgeModule {
   documents: DocumentsService;
   indexing: IndexingService;
   retrieval: RetrievalService;
+  /** Which embedding model answers semantic searches (a switch of model may be under way). */
+  models: ModelSwitch;
   /** A document's converted markdown, whole or a page or chunk range (the markdown route). */
   markdown: DocumentMarkdownService;
   /** One-step, batch, text and URL ingest. */
@@ -133,6 +137,13 @@ export async function createKnowledgeModule(
     database.driver === 'sqlite' ? sqliteDocumentSql : postgresDocumentSql,
   );
   const store = await createChunkStore(config, database, log);
+  // While the embedding model is being switched, the previous one keeps answering.
+  const models = new ModelSwitch(
+    embedder,
+    store,
+    (model) => providerForModel(model, config.embedding, log),
+    log,
+  );
   const commands = loadCommands(config.knowledge);
   const converter = createPooledConverter(config.knowledge);
   const pipeline = new IndexPipeline({
@@ -140,6 +151,7 @@ export async function createKnowledgeModule(
     store,
     storage,
     embedder,
+    models,
     commands,
     convert: converter.convert,
     config: config.knowledge,
@@ -160,10 +172,17 @@ export async function createKnowledgeModule(
     },
     announce: (type, document) => {
       events.announce(type, document);
+      // A deletion may complete a switch of the embedding model.
+      if (type === 'document.deleted') models.changed();
     },
   });
+  const reranker = createRerankProvider(config.rerank, config.embedding.modelDir);
   const retrieval = new RetrievalService(store, embedder, log, {
     hybridCandidates: config.knowledge.hybridCandidates,
+    reranker,
+    rerankCandidates: config.rerank.candidates,
+    rerankTimeoutMs: config.rerank.timeoutMs,
+    models,
   });
   const ingest = new IngestService({
     documents,
@@ -216,6 +235,7 @@ export async function createKnowledgeModule(
     documents,
     indexing,
     retrieval,
+    models,
     markdown: new DocumentMarkdownService(documents, storage),
     ingest,
     events,
@@ -228,14 +248,30 @@ export async function createKnowledgeModule(
     converterStatus: () => converterStatus(config.knowledge),
     async start({ recover: shouldRecover, searchInBackground = false }) {
       if (shouldRecover) await recover();
+      // Which model answers (a switch of the embedding model may be under way), before the
+      // search copies of that model load.
+      await models.refresh().catch((error: unknown) => {
+        log.warn({ err: error }, 'counting the embedding models’ vectors failed');
+      });
       search.started = true;
       if (searchInBackground) void warmSearch();
       else await warmSearch();
       // Loads (on the very first start, builds) the embedding model in the background.
       // A shutdown during the load ends it: that is no failure of the model.
-      embedder.ready().catch((error: unknown) => {
-        if (closing) log.debug({ err: error }, 'the embedding model stopped loading: closing');
-        else log.error({ err: error }, 'the embedding model could not be loaded');
+      for (const model of new Set([embedder, models.serving()])) {
+        model.ready().catch((error: unknown) => {
+          if (closing) log.debug({ err: error }, 'the embedding model stopped loading: closing');
+          else
+            log.error(
+              { err: error, model: model.model },
+              'the embedding model could not be loaded',
+            );
+        });
+      }
+      // The reranking model too: a missing one is reported now; answers then keep the fused order.
+      reranker?.ready().catch((error: unknown) => {
+        if (closing) log.debug({ err: error }, 'the reranking model stopped loading: closing');
+        else log.error({ err: error }, 'the reranking model could not be loaded');
       });
     },
     searchReady() {
@@ -247,7 +283,8 @@ export async function createKnowledgeModule(
       closing = true;
       await documents.close();
       await events.close();
-      await Promise.all([embedder.close(), converter.close(), store.close?.()]);
+      await models.close();
+      await Promise.all([embedder.close(), reranker?.close(), converter.close(), store.close?.()]);
     },
   };
 }

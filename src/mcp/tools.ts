@@ -75,6 +75,11 @@ const SEARCH_OUTPUT = z.object({
   query: z.string(),
   topK: z.number().int(),
   mode: z.string(),
+  // Optional: servers before reranking do not send it.
+  reranked: z
+    .boolean()
+    .optional()
+    .describe('Whether a reranker ordered the passages (each score is then its relevance, 0..1).'),
   items: z.array(hitSchema),
 });
 

@@ -175,6 +175,7 @@ describe('OpenAPI', () => {
         '/knowledge/documents/{id}/markdown',
         '/knowledge/documents/upload',
         '/knowledge/documents/batch',
+        '/knowledge/documents/reindex',
         '/knowledge/documents/text',
         '/knowledge/documents/url',
         '/knowledge/documents/{id}/index',

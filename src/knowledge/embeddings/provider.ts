@@ -8,6 +8,8 @@ export interface EmbeddingProvider {
    * so call `ready()` first when you need it.
    */
   readonly dimensions: number;
+  /** Memory an in-process model took when it loaded; absent or null for the others. */
+  readonly residentBytes?: number | null;
   /** Loads whatever the provider needs (model files, caches) and learns `dimensions`. */
   ready(): Promise<void>;
   /** One unit-length vector per text, in order. Long texts are truncated by the provider. */

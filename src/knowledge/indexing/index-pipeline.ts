@@ -25,11 +25,12 @@ import type { ConverterCommand } from './converting/commands.js';
 import { conversionKey, reusableMarkdown, withConversionKey } from './converting/conversion-key.js';
 import type { runConverter } from './converting/runner.js';
 import type { DocumentsRepository } from '../documents/documents.repository.js';
+import type { ModelSwitch } from '../embeddings/model-switch.js';
 import type { EmbeddingProvider } from '../embeddings/provider.js';
 import type { KnowledgeDocument } from '../documents/documents.schemas.js';
 import { toDocument } from '../documents/records.js';
 import { noProgress, type ProgressReporter } from './progress.js';
-import type { ChunkStore, NewChunk } from '../search/chunk-store.js';
+import type { ChunkStore, IndexCommit, NewChunk } from '../search/chunk-store.js';
 import { documentKeys } from '../documents/storage-keys.js';
 import type { FileStorage } from '../storage/storage.js';
 import { scratchName } from '../storage/scratch.js';
@@ -56,6 +57,8 @@ export interface PipelineDeps {
   store: ChunkStore;
   storage: FileStorage;
   embedder: EmbeddingProvider;
+  /** While the embedding model is being switched: the model whose vectors commits also write. */
+  models?: Pick<ModelSwitch, 'keeping' | 'changed'>;
   commands: readonly ConverterCommand[];
   convert: typeof runConverter;
   config: Config['knowledge'];
@@ -71,6 +74,8 @@ type Converted = Awaited<ReturnType<typeof runConverter>>;
 interface Embedded {
   chunks: NewChunk[];
   cached: number;
+  /** The same chunks' vectors of the model that answers while a switch is under way. */
+  alsoVectors?: IndexCommit['alsoVectors'];
 }
 
 /** Stage name → milliseconds, recorded in converterMeta.timings. */
@@ -197,8 +202,16 @@ export class IndexPipeline {
     }
     progress.stage('embedding', chunks.length);
     const { vectors, hashes, cached } = await timed(timings, 'embedMs', () =>
-      this.embed(chunks, textHashes, signal, progress),
+      this.embed(this.deps.embedder, chunks, textHashes, signal, progress),
     );
+    // While another model answers (a switch under way), the chunks get its vectors too.
+    const keeping = this.deps.models?.keeping() ?? null;
+    const also =
+      keeping === null
+        ? undefined
+        : await timed(timings, 'embedKeptMs', () =>
+            this.embed(keeping, chunks, textHashes, signal, noProgress),
+          );
     signal.throwIfAborted();
     const dimensions = this.deps.embedder.dimensions;
     const prepared = chunks.map((c, i) => ({
@@ -213,7 +226,11 @@ export class IndexPipeline {
       contentHash: hashes[i] ?? '',
       vector: vectors[i] ?? new Float32Array(dimensions),
     }));
-    return { chunks: prepared, cached };
+    if (keeping === null || also === undefined) return { chunks: prepared, cached };
+    const alsoVectors = [
+      { model: keeping.model, dimensions: keeping.dimensions, vectors: also.vectors },
+    ];
+    return { chunks: prepared, cached, alsoVectors };
   }
 
   /**
@@ -222,12 +239,13 @@ export class IndexPipeline {
    * what changed.
    */
   private async embed(
+    embedder: EmbeddingProvider,
     chunks: readonly Chunk[],
     hashes: string[],
     signal: AbortSignal,
     progress: ProgressReporter,
   ): Promise<{ vectors: Float32Array[]; hashes: string[]; cached: number }> {
-    const { embedder, store } = this.deps;
+    const { store } = this.deps;
     await embedder.ready();
     const known = await store.cachedVectors(embedder.model, embedder.dimensions, [
       ...new Set(hashes),
@@ -299,6 +317,7 @@ export class IndexPipeline {
       model: deps.embedder.model,
       dimensions: deps.embedder.dimensions,
       chunks,
+      ...(embedded.alsoVectors === undefined ? {} : { alsoVectors: embedded.alsoVectors }),
       document: {
         markdown_path: markdownKey,
         converter_command: command.id,
@@ -313,6 +332,8 @@ export class IndexPipeline {
         now === undefined ? 'KNOWLEDGE_INDEX_CANCELLED' : 'KNOWLEDGE_INDEX_SUPERSEDED',
       );
     }
+    // The switch counts again: this commit may have completed the target's vectors.
+    deps.models?.changed();
     if (doc.markdown_path !== null && doc.markdown_path !== markdownKey) {
       await deps.storage.remove(doc.markdown_path).catch((error: unknown) => {
         deps.log.warn(

@@ -10,12 +10,39 @@ import {
   ConverterStatusSchema,
   IndexBodySchema,
   IndexResultSchema,
+  ReindexBodySchema,
+  ReindexResultSchema,
 } from './indexing.schemas.js';
 
 export const indexingRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModule }> = async (
   app,
   { knowledge },
 ) => {
+  app.post(
+    '/knowledge/documents/reindex',
+    {
+      config: WRITE,
+      schema: {
+        summary: 'Re-index the stale documents (after a change of the embedding model)',
+        description:
+          'Queues a run of every document embedded with another model than the active one, with its last settings, reusing its stored markdown (no conversion), and answers 202 at once. While they run, the model they were embedded with keeps answering semantic searches; once every chunk has a vector of the active model, it answers (`GET …/knowledge/status`: `servingModel`, `switch`).',
+        tags,
+        body: ReindexBodySchema,
+        response: {
+          202: described('The runs were queued.', ReindexResultSchema),
+          ...errors(503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const outcome = await knowledge.indexing.reindexStale(
+        knowledge.embedder.model,
+        request.body.projectId,
+      );
+      return reply.status(202).send(outcome);
+    },
+  );
+
   app.post(
     '/knowledge/documents/:id/index',
     {

@@ -44,3 +44,18 @@ export const ConverterStatusSchema = Type.Object({
   installed: Type.Boolean(),
   path: Type.Union([Type.String(), Type.Null()]),
 });
+
+export const ReindexBodySchema = Type.Object(
+  {
+    stale: Type.Literal(true, {
+      description: 'Re-index the documents embedded with another model than the active one.',
+    }),
+    projectId: Type.Optional(Type.String({ minLength: 1, description: 'Only this project’s.' })),
+  },
+  { additionalProperties: false },
+);
+export type ReindexBody = Static<typeof ReindexBodySchema>;
+
+export const ReindexResultSchema = Type.Object({
+  queued: Type.Integer({ description: 'Runs queued (documents being indexed already are left).' }),
+});

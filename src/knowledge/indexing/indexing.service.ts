@@ -105,13 +105,42 @@ export class IndexingService {
 
   /** Indexes a document again with the parameters of its last run (e.g. after a model change). */
   async reindex(id: string): Promise<IndexResult> {
+    const outcome = await this.index(id, { ...(await this.lastParams(id)), async: false });
+    if (!outcome.done) throw new Error('a synchronous index run did not finish');
+    return outcome.result;
+  }
+
+  /**
+   * Queues a run of every document embedded with another model than `model` (the stored markdown
+   * is reused: no conversion), with the parameters of its last run; those being indexed already
+   * are left alone. The number queued.
+   */
+  async reindexStale(model: string, projectId?: string): Promise<{ queued: number }> {
+    const stale = await this.deps.repo.list({
+      staleFor: model,
+      limit: Number.MAX_SAFE_INTEGER,
+      ...(projectId === undefined ? {} : { projectId }),
+    });
+    let queued = 0;
+    for (const row of stale) {
+      if (row.status === 'indexing') continue;
+      try {
+        await this.index(row.id, { ...(await this.lastParams(row.id)), async: true });
+        queued += 1;
+      } catch (error) {
+        // Deleted or started meanwhile: the others still go.
+        if (!(error instanceof AppError)) throw error;
+      }
+    }
+    return { queued };
+  }
+
+  /** The settings of the document's last run (an index request's body). */
+  private async lastParams(id: string): Promise<IndexBody> {
     const row = await this.deps.repo.findById(id);
     if (row === undefined)
       throw new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND', `Knowledge document ${id} not found.`);
-    const stored = row.index_params === null ? {} : storedBody(row.index_params);
-    const outcome = await this.index(id, { ...stored, async: false });
-    if (!outcome.done) throw new Error('a synchronous index run did not finish');
-    return outcome.result;
+    return row.index_params === null ? {} : storedBody(row.index_params);
   }
 
   /**

@@ -44,7 +44,9 @@
  * Comparable across queries: where a query has a strong keyword match, scores ≈ K; where it has
  * none, scores ≈ denseWeight × coverage × cosine.
  */
+import { findEmbeddingModel, type FusionProfile } from '../embeddings/catalogue.js';
 import type { QueryEmbedding } from '../embeddings/provider.js';
+import { MODEL_NAME as STATIC_MODEL } from '../embeddings/static/cache.js';
 import type { Candidate, Evidence, Ranking } from '../search/chunk-store.js';
 import type { RetrieveBody } from './retrieval.schemas.js';
 
@@ -61,6 +63,18 @@ export interface FusionOptions {
   standOutWeight: number;
   /** Lead of the best match over the next (share of M) from which S is 1. */
   standOutGap: number;
+  /** Cosine read as no evidence (the level of unrelated passages); 0 for word vectors. */
+  cosineFloor: number;
+  /** Cosine read as full evidence; 1 for word vectors. */
+  cosineCeiling: number;
+  /**
+   * How much of the best keyword evidence K* the cosine's room gives up: room = denseWeight ×
+   * coverage × (1 − roomShrink × K*). 1: a full keyword match leaves the cosine no room (word
+   * vectors); below 1, a sentence model's cosine still counts beside a strong keyword match.
+   */
+  roomShrink: number;
+  /** Divide each score by 1 + room, which keeps it in [0, 1) for any denseWeight. */
+  normalize: boolean;
 }
 
 /** What the fusion knows of the query itself. */
@@ -84,7 +98,62 @@ export const DEFAULT_FUSION: FusionOptions = {
   trustScale: 4,
   standOutWeight: 0.15,
   standOutGap: 0.1,
+  cosineFloor: 0,
+  cosineCeiling: 1,
+  roomShrink: 1,
+  normalize: false,
 };
+
+/**
+ * A sentence model's cosine (bge, MiniLM, e5; an OpenAI-compatible endpoint): it finds answers
+ * that share no word with the question, so it keeps room beside a strong keyword match
+ * (roomShrink 0.75) and weighs more (1.2); keyword evidence is read more gently (half-strong at
+ * half of what the query could score). Where a model's cosines sit differs (bge: unrelated
+ * passages ~0.6, answers ~0.8; MiniLM: ~0.3 and ~0.55), so the catalogue gives each model its
+ * floor and ceiling (fusionFor). Chosen by `bench/fusion-sweep.ts` on bge-small-en-v1.5's and
+ * all-MiniLM-L6-v2's evidence: a setting that meets "hybrid ≥ keyword and ≥ semantic" on every
+ * set and question type for both (docs/performance.md, "Fusion for sentence models").
+ */
+export const SENTENCE_FUSION: FusionOptions = {
+  keywordHalf: 0.5,
+  steepness: 3,
+  denseWeight: 1.2,
+  trustScale: 4,
+  standOutWeight: 0.15,
+  standOutGap: 0.1,
+  cosineFloor: 0.25,
+  cosineCeiling: 0.85,
+  roomShrink: 0.75,
+  normalize: true,
+};
+
+/** The fusion of each kind of embedding model, one table (catalogue.ts FusionProfile). */
+export const FUSION_PROFILES: Record<FusionProfile, FusionOptions> = {
+  'word-vectors': DEFAULT_FUSION,
+  sentence: SENTENCE_FUSION,
+};
+
+/** The fusion profile of an embedding model id: word vectors for the static model. */
+export function fusionProfileOf(model: string): FusionProfile {
+  return model === STATIC_MODEL ? 'word-vectors' : 'sentence';
+}
+
+/**
+ * The fusion of an embedding model id (`transformers:bge-small-en-v1.5@q8`, `openai:…`): its
+ * profile's, with the cosine floor and ceiling the catalogue measured for the model, if it knows it.
+ */
+export function fusionFor(model: string): FusionOptions {
+  const profile = FUSION_PROFILES[fusionProfileOf(model)];
+  const name = model.replace(/^[a-z]+:/, '').replace(/@[^@/]*$/, '');
+  const entry = profile.normalize ? findEmbeddingModel(name) : undefined;
+  return entry?.cosineFloor === undefined
+    ? profile
+    : {
+        ...profile,
+        cosineFloor: entry.cosineFloor,
+        cosineCeiling: entry.cosineCeiling ?? profile.cosineCeiling,
+      };
+}
 
 /** The largest score: keeps [0, 1) where BM25 is so large (~20,000 at the defaults) that K is 1. */
 const MAX_SCORE = 1 - 2 ** -52;
@@ -198,9 +267,12 @@ function scoreWith(
   options: FusionOptions,
 ): (K: number, cosine: number) => number {
   const coverage = Math.min(1, Math.max(0, query.coverage));
-  const room = options.denseWeight * coverage * (1 - best);
-  const S = standOutFactor(keyword, query.keywordMax, options);
-  return (K, cosine) => Math.min((K + room * Math.min(1, Math.max(0, cosine))) * S, MAX_SCORE);
+  const room = options.denseWeight * coverage * (1 - options.roomShrink * best);
+  const S = standOutFactor(keyword, query.keywordMax, options) / (options.normalize ? 1 + room : 1);
+  const { cosineFloor: floor, cosineCeiling: ceiling } = options;
+  const evidence = (cosine: number) =>
+    Math.min(1, Math.max(0, (cosine - floor) / (ceiling - floor)));
+  return (K, cosine) => Math.min((K + room * evidence(cosine)) * S, MAX_SCORE);
 }
 
 /** What a ranking needs of the request. */
@@ -214,6 +286,7 @@ export function rank(
   options: RankOptions,
   embedding: QueryEmbedding | null,
   evidence: Evidence,
+  fusion: FusionOptions = DEFAULT_FUSION,
 ): Candidate[] {
   let ranked: Candidate[];
   if (options.mode === 'semantic') ranked = evidence.semantic;
@@ -221,10 +294,13 @@ export function rank(
     // A nearest chunk's cosine is its semantic score: it joins the keyword candidates' cosines.
     const cosine = new Map(evidence.cosine);
     for (const s of evidence.semantic) cosine.set(s.chunkId, s.score);
-    ranked = fuse(evidence.keyword, evidence.semantic, cosine, {
-      keywordMax: evidence.keywordMax,
-      coverage: embedding.coverage,
-    });
+    ranked = fuse(
+      evidence.keyword,
+      evidence.semantic,
+      cosine,
+      { keywordMax: evidence.keywordMax, coverage: embedding.coverage },
+      fusion,
+    );
   } else {
     ranked = evidence.keyword.map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
   }
@@ -239,14 +315,18 @@ export function rank(
  * `topK`, and with a query vector each passage's fused score is known from its BM25 and cosine),
  * and `rank` makes the answer.
  */
-export function rankingFor(options: RankOptions, embedding: QueryEmbedding | null): Ranking {
-  const ranking: Ranking = { rank: (evidence) => rank(options, embedding, evidence) };
+export function rankingFor(
+  options: RankOptions,
+  embedding: QueryEmbedding | null,
+  fusion: FusionOptions = DEFAULT_FUSION,
+): Ranking {
+  const ranking: Ranking = { rank: (evidence) => rank(options, embedding, evidence, fusion) };
   if (options.mode !== 'hybrid') return ranking;
   if (embedding === null) return { ...ranking, fusedTop: options.topK };
   const query = { coverage: embedding.coverage };
   return {
     ...ranking,
     fusedTop: options.topK,
-    fusedScorer: (keyword, keywordMax) => fusedScorer(keyword, { ...query, keywordMax }),
+    fusedScorer: (keyword, keywordMax) => fusedScorer(keyword, { ...query, keywordMax }, fusion),
   };
 }

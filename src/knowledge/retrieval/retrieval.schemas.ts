@@ -6,7 +6,8 @@ import { FilterSchema } from '../filter/filter.schemas.js';
 const HitSchema = Type.Object({
   id: Type.String(),
   score: Type.Number({
-    description: 'See the retrieval description: higher is better; ordered and filtered by it.',
+    description:
+      "See the retrieval description: higher is better; ordered and filtered by it. When the answer is `reranked`, the reranker's relevance of the passage to the query, in [0, 1].",
   }),
   model: Type.String({ description: 'Embedding model of the chunk.' }),
   documentId: Type.String(),
@@ -44,7 +45,7 @@ export const RetrieveBodySchema = Type.Object(
         minimum: -1,
         maximum: 1,
         description:
-          'Drop hits scoring below it (before topK). Without it, only hits scoring ≤ 0 (no evidence) are dropped. In hybrid mode 0.77 is the calibrated threshold for "answer or nothing": on real documents it kept 90 % of answerable questions and dropped 58 % of unanswerable ones.',
+          'Drop hits scoring below it (before topK). Without it, only hits scoring ≤ 0 (no evidence) are dropped. In hybrid mode 0.77 is the calibrated threshold for "answer or nothing": on real documents it kept 90 % of answerable questions and dropped 58 % of unanswerable ones. When the answer is reranked, it applies to the reranker\'s relevance (in [0, 1]) instead of the fused score.',
       }),
     ),
     projectId: Type.Optional(Type.String({ minLength: 1 })),
@@ -59,6 +60,12 @@ export const RetrieveBodySchema = Type.Object(
     ),
     filter: Type.Optional(FilterSchema),
     mode: Type.Enum(['hybrid', 'semantic', 'keyword'], { default: 'hybrid' }),
+    rerank: Type.Optional(
+      Type.Boolean({
+        description:
+          "Have the reranker (RERANK_PROVIDER) reorder the best hits: it reads the query with each of the RERANK_CANDIDATES best hits (at least topK), orders them by its relevance in [0, 1], which becomes each hit's `score`, then applies `minScore` to it and cuts to `topK`. Default: true when a reranker is configured; true without one is a 400 (KNOWLEDGE_RERANK_UNAVAILABLE). If the reranker fails or times out, the answer keeps the fused order and scores (`reranked: false`).",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -68,5 +75,9 @@ export const RetrieveResultSchema = Type.Object({
   query: Type.String(),
   topK: Type.Integer(),
   mode: Type.String(),
+  reranked: Type.Boolean({
+    description:
+      'Whether the reranker ordered the items and made their scores (its relevance in [0, 1]); false: the fused order and scores (no reranker, `rerank: false`, or the reranker failed or timed out).',
+  }),
   items: Type.Array(HitSchema),
 });

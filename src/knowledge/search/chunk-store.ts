@@ -61,6 +61,17 @@ export interface NewChunk {
   vector: Float32Array;
 }
 
+/**
+ * Vectors of another model for a commit's chunks (a model switch: the model the documents were
+ * embedded with keeps answering until the new one covers every chunk).
+ */
+export interface OtherModelVectors {
+  model: string;
+  dimensions: number;
+  /** One per chunk of the commit, in its order. */
+  vectors: Float32Array[];
+}
+
 export interface IndexCommit {
   documentId: string;
   /** The run's token: if the document no longer carries it (deleted, superseded), nothing is written. */
@@ -68,8 +79,46 @@ export interface IndexCommit {
   model: string;
   dimensions: number;
   chunks: NewChunk[];
+  /**
+   * Vectors of other models for the same chunks, written to each model's vector table in the
+   * same transaction(s) as the chunks; the chunk rows keep `embedding_model = model`.
+   */
+  alsoVectors?: OtherModelVectors[];
   /** Applied to the document row in the same transaction. */
   document: Pick<DocumentRow, 'markdown_path' | 'converter_command' | 'converter_meta'>;
+}
+
+/**
+ * Throws (before anything is written) unless each of `commit.alsoVectors` is of another (model,
+ * dimensions) than the commit's and the others', and holds one vector of its dimensions per chunk.
+ */
+export function checkAlsoVectors(commit: IndexCommit): void {
+  const seen = new Set([`${commit.model}\u0000${commit.dimensions}`]);
+  for (const also of commit.alsoVectors ?? []) {
+    const key = `${also.model}\u0000${also.dimensions}`;
+    if (seen.has(key)) {
+      throw new Error(`alsoVectors repeats the vectors of ${also.model} (${also.dimensions})`);
+    }
+    seen.add(key);
+    if (also.vectors.length !== commit.chunks.length) {
+      throw new Error(
+        `alsoVectors of ${also.model}: ${also.vectors.length} vectors for ${commit.chunks.length} chunks`,
+      );
+    }
+    if (also.vectors.some((v) => v.length !== also.dimensions)) {
+      throw new Error(
+        `alsoVectors of ${also.model}: a vector is not of ${also.dimensions} dimensions`,
+      );
+    }
+  }
+}
+
+/** How far each model's vectors cover the chunks searches can return (a model switch). */
+export interface VectorCoverage {
+  /** The current chunks of searchable documents. */
+  chunks: number;
+  /** Per model id (every model with a vector table), how many of those chunks have its vector. */
+  byModel: Map<string, number>;
 }
 
 /**
@@ -253,6 +302,17 @@ export interface ChunkStore {
     dimensions: number,
     hashes: string[],
   ): Promise<Map<string, Float32Array>>;
+  /**
+   * The current chunks of searchable documents, and how many of them have each model's vector.
+   * With nothing of another model than `target` stored, counted once (the target covers all).
+   */
+  vectorCoverage(target: string): Promise<VectorCoverage>;
+  /**
+   * Drops the vector tables of every model but `keep` (and what searches keep of them); returns
+   * the models dropped. Idempotent; safe while searches run. `stop` ends it early (shutdown; on
+   * SQLite the next start's purgeLeftovers finishes emptying the tables).
+   */
+  dropVectors(keep: string, stop?: () => boolean): Promise<string[]>;
 }
 
 /** The ranked candidates with their rows, in rank order; chunks deleted meanwhile are left out. */

@@ -8,7 +8,7 @@ import {
   TransformersEmbeddingProvider,
   type TransformersEmbeddingConfig,
   type TransformersEmbeddingOptions,
-} from '../../../src/knowledge/embeddings/transformers-provider.js';
+} from '../../../src/knowledge/embeddings/transformers/transformers-provider.js';
 import {
   TINY_MODEL_DIMENSIONS,
   TINY_MODEL_MAX_TOKENS,

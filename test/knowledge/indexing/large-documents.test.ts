@@ -10,18 +10,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext } from '../../../src/context.js';
 import { DocumentsRepository } from '../../../src/knowledge/documents/documents.repository.js';
 import type { ChunkStore, NewChunk } from '../../../src/knowledge/search/chunk-store.js';
-import { SqliteChunkStore } from '../../../src/knowledge/search/sqlite/sqlite-chunk-store.js';
-import { indexRowCount, knowledgeApp, KnowledgeClient, storedFileExists } from '../helpers.js';
+import {
+  indexRowCount,
+  knowledgeApp,
+  KnowledgeClient,
+  storedFileExists,
+  storeOf,
+} from '../helpers.js';
 
 const MODEL = 'test-model';
-
-async function storeOf(ctx: AppContext): Promise<ChunkStore> {
-  const { database } = ctx;
-  if (database.driver === 'sqlite') return new SqliteChunkStore(database.native);
-  const { PostgresChunkStore } =
-    await import('../../../src/knowledge/search/postgres/postgres-chunk-store.js');
-  return new PostgresChunkStore(database.pool);
-}
 
 /** `n` chunks saying `word`, with vector `axis`. */
 function chunks(n: number, word: string, axis: number, indexes?: (i: number) => number) {

@@ -1,87 +1,34 @@
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   calibrateBm25,
   DEFAULT_FUSION,
+  FUSION_PROFILES,
   fuse,
+  fusionFor,
+  fusionProfileOf,
+  SENTENCE_FUSION,
   keywordEvidence,
   keywordScore,
   standOutFactor,
 } from '../../../src/knowledge/retrieval/ranking.js';
-import { B, idf, K1, maxBm25 } from '../../../src/knowledge/search/bm25.js';
 import type { Candidate } from '../../../src/knowledge/search/chunk-store.js';
-import { queryTerms } from '../../../src/knowledge/search/query-terms.js';
-import { buildFtsQuery } from '../../../src/knowledge/search/sqlite/keyword/fts-query.js';
 
-/** Raw BM25 in [0, 200] (two decimals) as FTS5 reports it, often near the calibration's half. */
-const bm25 = fc.oneof(
-  fc.integer({ min: 0, max: 3000 }).map((n) => n / 100),
-  fc.integer({ min: 0, max: 20_000 }).map((n) => n / 100),
-);
-const options = fc.record({
-  keywordHalf: fc.integer({ min: 1, max: 100 }).map((n) => n / 100),
-  steepness: fc.integer({ min: 1, max: 8 }),
-  denseWeight: fc.integer({ min: 0, max: 100 }).map((n) => n / 100),
-  trustScale: fc.integer({ min: 1, max: 16 }).map((n) => n / 4),
-  standOutWeight: fc.integer({ min: 0, max: 50 }).map((n) => n / 100),
-  standOutGap: fc.integer({ min: 1, max: 50 }).map((n) => n / 100),
-});
-/**
- * Options whose calibration still tells raw scores 0.01 apart at the top (r = 1): (1 / half)^p at
- * most 2^26. Past ~2^52 every match near the best saturates to the same K, and then ties (ordered
- * by id) decide, not BM25.
- */
-const resolvingOptions = options.filter((o) => (1 / o.keywordHalf) ** o.steepness <= 2 ** 26);
-
-/**
- * A retrieval's inputs over a pool of at most `size` ids: keyword candidates (raw BM25), semantic
- * candidates and the cosine map (every semantic candidate and some keyword ones), cosines in
- * [-1, 1]; and the query's evidence: its largest attainable BM25 (at least its best match's, as
- * the stores compute it) and the embedding's coverage.
- */
-const retrieval = (size: number) =>
-  fc
-    .record({
-      pool: fc.uniqueArray(
-        fc.record({
-          chunkId: fc.stringMatching(/^[a-e]{1,2}$/),
-          isKeyword: fc.boolean(),
-          isSemantic: fc.boolean(),
-          hasVector: fc.boolean(),
-          score: bm25,
-          cos: fc.double({ min: -1, max: 1, noNaN: true }),
-        }),
-        { selector: (c) => c.chunkId, maxLength: size },
-      ),
-      headroom: fc.double({ min: 1, max: 20, noNaN: true }),
-      floor: bm25,
-      coverage: fc.double({ min: 0, max: 1, noNaN: true }),
-    })
-    .map(({ pool, headroom, floor, coverage }) => {
-      const keyword: Candidate[] = [];
-      const semantic: Candidate[] = [];
-      const cosine = new Map<string, number>();
-      for (const { chunkId, isKeyword, isSemantic, hasVector, score, cos } of pool) {
-        if (isKeyword) keyword.push({ chunkId, score });
-        if (isSemantic) semantic.push({ chunkId, score: cos });
-        if (isSemantic || hasVector) cosine.set(chunkId, cos);
-      }
-      keyword.sort((a, b) => b.score - a.score);
-      semantic.sort((a, b) => b.score - a.score);
-      const keywordMax = Math.max(floor, (keyword[0]?.score ?? 0) * headroom);
-      return { keyword, semantic, cosine, query: { keywordMax, coverage } };
-    });
-const inputs = retrieval(25);
-
-const rankOf = (list: Candidate[], id: string) => list.findIndex((c) => c.chunkId === id);
-const byScore = (a: Candidate, b: Candidate) =>
-  b.score - a.score || (a.chunkId < b.chunkId ? -1 : 1);
+import {
+  bm25,
+  options,
+  anyOptions,
+  resolvingOptions,
+  retrieval,
+  inputs,
+  rankOf,
+  byScore,
+} from './fusion-arbitraries.js';
 
 describe('fuse', () => {
   it('is ordered, deterministic, contains every candidate once, scores in [0, 1)', () => {
     fc.assert(
-      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+      fc.property(inputs, anyOptions, ({ keyword, semantic, cosine, query }, o) => {
         const fused = fuse(keyword, semantic, cosine, query, o);
         expect(fuse(keyword, semantic, cosine, query, o)).toEqual(fused);
         expect(fuse([...keyword].reverse(), [...semantic].reverse(), cosine, query, o)).toEqual(
@@ -103,13 +50,13 @@ describe('fuse', () => {
     );
   });
 
-  it('scores a passage between S × K and S × (K + denseWeight × coverage × (1 − best K))', () => {
+  it('scores a passage between S × K and S × (K + room), room = denseWeight × coverage × (1 − shrink × best K); normalised: both / (1 + room)', () => {
     fc.assert(
-      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+      fc.property(inputs, anyOptions, ({ keyword, semantic, cosine, query }, o) => {
         const K = (b: number) => keywordEvidence(b, query.keywordMax, o);
         const best = Math.max(0, ...keyword.map((k) => K(k.score)));
-        const room = o.denseWeight * query.coverage * (1 - best);
-        const S = standOutFactor(keyword, query.keywordMax, o);
+        const room = o.denseWeight * query.coverage * (1 - o.roomShrink * best);
+        const S = standOutFactor(keyword, query.keywordMax, o) / (o.normalize ? 1 + room : 1);
         const bm25Of = new Map(keyword.map((k) => [k.chunkId, k.score]));
         for (const c of fuse(keyword, semantic, cosine, query, o)) {
           const evidence = K(bm25Of.get(c.chunkId) ?? 0);
@@ -126,7 +73,7 @@ describe('fuse', () => {
       fc.property(
         // Small pools, so that the raised passage is often the best keyword match.
         retrieval(5),
-        options,
+        anyOptions,
         fc.nat(),
         bm25.filter((b) => b > 0),
         ({ keyword, semantic, cosine, query }, o, pick, raise) => {
@@ -161,7 +108,7 @@ describe('fuse', () => {
     fc.assert(
       fc.property(
         inputs,
-        options,
+        anyOptions,
         fc.nat(),
         fc.double({ min: 0, max: 2, noNaN: true }),
         ({ keyword, semantic, cosine, query }, o, pick, raise) => {
@@ -321,7 +268,7 @@ describe('fuse', () => {
 
   it('scales every score of a query by one S: the order is the order without it', () => {
     fc.assert(
-      fc.property(inputs, options, ({ keyword, semantic, cosine, query }, o) => {
+      fc.property(inputs, anyOptions, ({ keyword, semantic, cosine, query }, o) => {
         const without = fuse(keyword, semantic, cosine, query, { ...o, standOutWeight: 0 });
         const withS = fuse(keyword, semantic, cosine, query, o);
         const S = standOutFactor(keyword, query.keywordMax, o);
@@ -372,7 +319,39 @@ describe('fuse', () => {
       trustScale: 4,
       standOutWeight: 0.15,
       standOutGap: 0.1,
+      cosineFloor: 0,
+      cosineCeiling: 1,
+      roomShrink: 1,
+      normalize: false,
     });
+    expect(SENTENCE_FUSION).toEqual({
+      keywordHalf: 0.5,
+      steepness: 3,
+      denseWeight: 1.2,
+      trustScale: 4,
+      standOutWeight: 0.15,
+      standOutGap: 0.1,
+      cosineFloor: 0.25,
+      cosineCeiling: 0.85,
+      roomShrink: 0.75,
+      normalize: true,
+    });
+    // A catalogue model brings the range of its cosines; another model keeps the profile's.
+    expect(fusionFor('transformers:bge-small-en-v1.5@q8')).toEqual({
+      ...SENTENCE_FUSION,
+      cosineFloor: 0.4,
+      cosineCeiling: 0.9,
+    });
+    expect(fusionFor('transformers:Xenova/all-MiniLM-L6-v2')).toMatchObject({
+      cosineFloor: 0.1,
+      cosineCeiling: 0.8,
+    });
+    expect(fusionFor('openai:text-embedding-3-small')).toEqual(SENTENCE_FUSION);
+    expect(fusionFor('glove-sif-100d')).toEqual(DEFAULT_FUSION);
+    expect(FUSION_PROFILES).toEqual({ 'word-vectors': DEFAULT_FUSION, sentence: SENTENCE_FUSION });
+    expect(fusionProfileOf('glove-sif-100d')).toBe('word-vectors');
+    expect(fusionProfileOf('transformers:bge-small-en-v1.5')).toBe('sentence');
+    expect(fusionProfileOf('openai:text-embedding-3-small')).toBe('sentence');
     expect(keywordScore(16)).toBeCloseTo(0.55, 10);
     expect(keywordScore(0)).toBe(0.1);
     expect(keywordScore(1e300)).toBeLessThan(1);
@@ -433,66 +412,5 @@ describe('calibrateBm25', () => {
     );
     for (const p of [1, 2, 5, 8]) expect(calibrateBm25(16, 16, p)).toBe(0.5);
     expect(calibrateBm25(48, 16)).toBe(48 / 64);
-  });
-});
-
-describe('maxBm25', () => {
-  it('bounds the BM25 of every chunk for the query words (FTS5 formula)', () => {
-    fc.assert(
-      fc.property(
-        fc.array(
-          fc.record({
-            idf: fc.double({ min: 1e-6, max: 15, noNaN: true }),
-            f: fc.double({ min: 0, max: 1000, noNaN: true }),
-          }),
-          { maxLength: 12 },
-        ),
-        fc.double({ min: 1, max: 5000, noNaN: true }),
-        fc.double({ min: 1, max: 5000, noNaN: true }),
-        (terms, length, average) => {
-          const score = terms.reduce(
-            (sum, { idf, f }) =>
-              sum + (idf * f * (K1 + 1)) / (f + K1 * (1 - B + (B * length) / average)),
-            0,
-          );
-          expect(score).toBeLessThanOrEqual(maxBm25(terms.map((t) => t.idf)));
-        },
-      ),
-    );
-    expect(maxBm25([])).toBe(0);
-    expect(maxBm25([2, 3])).toBeCloseTo(5 * (K1 + 1), 12);
-    // A word in no chunk counts with the idf of a word in none.
-    expect(idf(1000, 0)).toBeCloseTo(Math.log(1000.5 / 0.5), 12);
-  });
-});
-
-describe('buildFtsQuery', () => {
-  const db = new Database(':memory:');
-  db.exec(
-    "create virtual table f using fts5(content, tokenize = 'porter unicode61 remove_diacritics 2')",
-  );
-  db.prepare('insert into f values (?)').run('The quick brown fox jumps over the lazy dog');
-  const search = db.prepare('select count(*) as n from f where f match ?');
-
-  it('never produces FTS5 syntax errors, whatever the input', () => {
-    fc.assert(
-      fc.property(fc.string({ unit: 'grapheme', maxLength: 80 }), (text) => {
-        const q = buildFtsQuery(text);
-        if (q !== null) expect(() => search.get(q)).not.toThrow();
-      }),
-      { numRuns: 500 },
-    );
-    for (const text of ['"', 'a OR', 'NEAR(', 'content:x', '*', 'AND NOT', '^x']) {
-      const q = buildFtsQuery(text);
-      if (q !== null) expect(() => search.get(q)).not.toThrow();
-    }
-  });
-
-  it('drops stop words unless nothing else is left, matches stems', () => {
-    expect(buildFtsQuery('the jumping foxes')).toBe('"jumping" OR "foxes"');
-    expect(buildFtsQuery('to be or not to be')).toBe('"to" OR "be" OR "or" OR "not"');
-    expect(buildFtsQuery('!!! ...')).toBeNull();
-    expect(search.get(buildFtsQuery('jumping foxes'))).toEqual({ n: 1 });
-    expect(queryTerms('Ünïcode-Wörds 42')).toEqual(['ünïcode', 'wörds', '42']);
   });
 });

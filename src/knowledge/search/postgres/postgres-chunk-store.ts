@@ -7,6 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '../../../db/postgres.js';
 import type { ChunkRow } from '../../../db/schema.js';
 import {
+  checkAlsoVectors,
   markIndexedSql,
   type ChunkStore,
   type IndexCommit,
@@ -14,6 +15,7 @@ import {
   type Ranking,
   type SearchRequest,
   type StoreLog,
+  type VectorCoverage,
 } from '../chunk-store.js';
 import { parseVector } from './encoding.js';
 import {
@@ -28,6 +30,7 @@ import { KeywordSearch } from './keyword/keyword-search.js';
 import { PostgresSearches } from './postgres-searches.js';
 import { deletePostings, insertPostings, type ChunkPostings } from './keyword/postings.js';
 import { GraphBuilds } from './vector/vector-graph.js';
+import { dropOtherVectors, vectorCoverage } from './vector/model-vectors.js';
 import { EXACT_SEARCH_MAX, VectorTables } from './vector/vector-tables.js';
 import { Stemmer } from './keyword/words.js';
 
@@ -88,6 +91,7 @@ export class PostgresChunkStore implements ChunkStore {
   }
 
   async commitIndex(commit: IndexCommit): Promise<'committed' | 'discarded'> {
+    checkAlsoVectors(commit);
     const features = await this.vectors.loadFeatures();
     const named = await this.pool.query<{ name: string }>(
       'select name from knowledge_documents where id = $1 and index_token = $2',
@@ -96,7 +100,7 @@ export class PostgresChunkStore implements ChunkStore {
     const name = named.rows[0]?.name;
     if (name === undefined) return 'discarded';
     let keyword = await this.keywordRowsOf(commit, name);
-    let written: { name: string; dimensions: number } | undefined;
+    let written: { name: string; dimensions: number }[] = [];
     try {
       const outcome = await this.transaction('begin', async (client) => {
         const doc = (
@@ -112,6 +116,13 @@ export class PostgresChunkStore implements ChunkStore {
           keyword = await keywordRows(client, this.stemmer, doc.name, commit.chunks);
         const table = await this.vectors.table(client, commit.model, commit.dimensions, true);
         if (table === null) throw new Error('the vector table was not created');
+        // A model switch: the same chunks' vectors of the model that answers meanwhile.
+        const also = [];
+        for (const other of commit.alsoVectors ?? []) {
+          const into = await this.vectors.table(client, other.model, other.dimensions, true);
+          if (into === null) throw new Error('the vector table was not created');
+          also.push({ table: into, vectors: other.vectors });
+        }
         const removed = await this.deleteChunks(client, commit.documentId);
         const now = new Date().toISOString();
         const chunks = commit.chunks;
@@ -176,6 +187,14 @@ export class PostgresChunkStore implements ChunkStore {
             projectKey: doc.project_key,
             vectors: batch.map((c) => c.vector),
           });
+          for (const other of also) {
+            await this.vectors.insert(client, features, other.table, {
+              ids,
+              documentId: commit.documentId,
+              projectKey: doc.project_key,
+              vectors: other.vectors.slice(from, from + INSERT_BATCH),
+            });
+          }
         }
         await insertPostings(client, commit.documentId, doc.project_key, postings);
         const update = markIndexedSql(commit, now, (n) => `$${n}`);
@@ -185,11 +204,11 @@ export class PostgresChunkStore implements ChunkStore {
           tokens: tokenCounts.reduce((a, b) => a + b, 0),
         });
         await bumpKeywordGeneration(client);
-        written = table;
+        written = [table, ...also.map((a) => a.table)];
         return 'committed' as const;
       });
-      // Past `exactSearchMax` chunks, the table gets its graph (in the background, once).
-      if (written !== undefined) this.graphs.schedule(written, commit.chunks.length);
+      // Past `exactSearchMax` chunks, a table gets its graph (in the background, once).
+      for (const table of written) this.graphs.schedule(table, commit.chunks.length);
       return outcome;
     } catch (error) {
       this.vectors.forget(); // e.g. pgvector re-created with another type oid
@@ -254,7 +273,18 @@ export class PostgresChunkStore implements ChunkStore {
     return rows.map((r) => r.id);
   }
 
+  async dropVectors(keep: string, stop: () => boolean = () => false): Promise<string[]> {
+    const dropped = await dropOtherVectors(this.pool, keep, stop);
+    this.vectors.forgetTables();
+    for (const { table } of dropped) this.graphs.forget(table);
+    return [...new Set(dropped.map((d) => d.model))];
+  }
+
   // --- reading ----------------------------------------------------------------------------------
+
+  vectorCoverage(target: string): Promise<VectorCoverage> {
+    return vectorCoverage(this.pool, target);
+  }
 
   async listChunks(documentId: string): Promise<ChunkRow[]> {
     const { rows } = await this.pool.query<ChunkRow>(

@@ -17,6 +17,7 @@ import type {
   Ranking,
   SearchRequest,
   StoreLog,
+  VectorCoverage,
 } from '../chunk-store.js';
 import { registerSqliteFilter } from '../../filter/sql.js';
 import { CopiesLoader } from './copies/copies-loader.js';
@@ -29,6 +30,7 @@ import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { SqliteSearches } from './sqlite-searches.js';
 import { statementCache, type Statements } from './statements.js';
 import type { VectorIndexOptions } from './vector/vector-index.js';
+import { dropOtherVectors, dropUnregistered, vectorCoverage } from './vector/model-vectors.js';
 import { asFloat32, VectorTables } from './vector/vector-tables.js';
 
 export interface SqliteChunkStoreOptions {
@@ -66,6 +68,13 @@ export class SqliteChunkStore implements ChunkStore {
     this.tables = new VectorTables(db);
     this.copies = new InProcessCopies(this.statement, options.vectors);
     this.loader = new CopiesLoader(this.copies, options.snapshots ?? null);
+    // Another process dropped a model's table (a model switch): its copy here goes too.
+    this.tables.onSchemaChange = () => {
+      const registered = new Set(this.tables.all().map((t) => t.table));
+      for (const table of [...this.copies.vectors.keys()]) {
+        if (!registered.has(table)) this.loader.forgetVector(table);
+      }
+    };
     const keywords = new KeywordQueries(this.copies, this.statement);
     this.searches = new SqliteSearches(db, this.statement, this.tables, this.copies, keywords);
     this.writes = new SqliteChunkWrites(db, this.statement, this.tables, this.copies);
@@ -88,6 +97,7 @@ export class SqliteChunkStore implements ChunkStore {
   }
 
   async purgeLeftovers(stop?: () => boolean): Promise<string[]> {
+    await dropUnregistered(this.db, stop ?? (() => false));
     const { hidden, leftovers } = this.writes.purgeable();
     for (const documentId of leftovers) {
       if (stop?.() === true) break;
@@ -100,6 +110,22 @@ export class SqliteChunkStore implements ChunkStore {
     if (!(await this.hideDocument(documentId))) return false;
     await this.purgeDocument(documentId);
     return true;
+  }
+
+  async vectorCoverage(target: string): Promise<VectorCoverage> {
+    return vectorCoverage(this.db, this.statement, this.tables, target);
+  }
+
+  dropVectors(keep: string, stop: () => boolean = () => false): Promise<string[]> {
+    return dropOtherVectors(
+      this.db,
+      this.tables,
+      keep,
+      (t) => {
+        this.loader.forgetVector(t);
+      },
+      stop,
+    );
   }
 
   /** Stops saving the copies (a snapshot being written is abandoned: the last one stays). */

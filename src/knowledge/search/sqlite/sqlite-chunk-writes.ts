@@ -18,7 +18,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { sliceTurn } from '../../../event-loop-turns.js';
 import type { IndexCommit, NewChunk } from '../chunk-store.js';
-import { markIndexedSql } from '../chunk-store.js';
+import { checkAlsoVectors, markIndexedSql } from '../chunk-store.js';
 import { segmentWords } from '../segment.js';
 import { sharedLexer } from './keyword/fts5-lexer.js';
 import {
@@ -34,7 +34,8 @@ import type { VectorTables } from './vector/vector-tables.js';
 /** The rowids of written chunks' keyword rows and vector rows, in the chunks' order. */
 interface Rowids {
   keyword: number[];
-  vectors: number[];
+  /** Per vector table written to (the commit's model's, and each of `alsoVectors`'). */
+  vectors: Map<string, { rowids: number[]; vectors: Float32Array[] }>;
 }
 /**
  * A slice's target duration. FTS5 tokenizes inside the insert and the in-process keyword copy
@@ -96,6 +97,7 @@ export class SqliteChunkWrites {
   }
 
   async commit(commit: IndexCommit): Promise<'committed' | 'discarded'> {
+    checkAlsoVectors(commit);
     const key = stagingKey(commit.indexToken);
     if (commit.chunks.length <= SMALL_COMMIT) {
       let small: ReturnType<SqliteChunkWrites['commitSmall']>;
@@ -160,10 +162,9 @@ export class SqliteChunkWrites {
         ).get(commit.documentId, commit.indexToken);
         if (leftover !== undefined) return 'leftovers' as const;
         const before = this.indexes.generation();
-        const table = this.tables.ensure(commit.model, commit.dimensions);
-        const rowids = this.insert(commit, commit.chunks, doc);
+        const rowids = this.insert(commit, 0, commit.chunks, doc);
         const replaced = this.makeCurrent(commit);
-        const added = this.added(commit.chunks, doc, rowids, table, commit.documentId);
+        const added = this.added(commit.chunks, doc, rowids, commit.documentId);
         return { before, after: this.indexes.generation(), replaced, added };
       })
       .immediate();
@@ -180,14 +181,13 @@ export class SqliteChunkWrites {
         const doc = this.owner(commit);
         if (doc === undefined) return null;
         const before = this.indexes.generation();
-        const table = this.tables.ensure(commit.model, commit.dimensions);
-        const rowids = this.insert(commit, slice, doc);
-        return { before, after: this.indexes.generation(), table, doc, rowids };
+        const rowids = this.insert(commit, from, slice, doc);
+        return { before, after: this.indexes.generation(), doc, rowids };
       })
       .immediate();
     if (written === null) return false;
-    const { doc, rowids, table } = written;
-    const added = this.added(slice, doc, rowids, table, key);
+    const { doc, rowids } = written;
+    const added = this.added(slice, doc, rowids, key);
     this.indexes.stage(written.before, written.after, key, added, from === 0);
     return true;
   }
@@ -197,18 +197,22 @@ export class SqliteChunkWrites {
     chunks: NewChunk[],
     doc: StagedDocument,
     rowids: Rowids,
-    table: string,
     documentId: string,
   ): AddedRows {
+    const vectors = new Map(
+      [...rowids.vectors].map(([table, written]) => [
+        table,
+        chunks.map((c, i) => ({
+          rowid: written.rowids[i],
+          chunkId: c.id,
+          documentId,
+          projectKey: doc.project_key,
+          vector: written.vectors[i] ?? c.vector,
+        })),
+      ]),
+    );
     return {
-      table,
-      vectors: chunks.map((c, i) => ({
-        rowid: rowids.vectors[i],
-        chunkId: c.id,
-        documentId,
-        projectKey: doc.project_key,
-        vector: c.vector,
-      })),
+      vectors,
       keyword: () => {
         const name = sharedLexer().tokenize([segmentWords(doc.name)])[0] ?? new Int32Array(0);
         const texts = tokenizeChunksNow(chunks);
@@ -223,8 +227,16 @@ export class SqliteChunkWrites {
     };
   }
 
-  /** Inserts the chunks under the run's token; returns their FTS rowids. */
-  private insert(commit: IndexCommit, chunks: NewChunk[], doc: StagedDocument): Rowids {
+  /**
+   * Inserts the chunks (the commit's from `from` on) under the run's token, with their vectors of
+   * the commit's model and of `alsoVectors`; returns the rows' rowids.
+   */
+  private insert(
+    commit: IndexCommit,
+    from: number,
+    chunks: NewChunk[],
+    doc: StagedDocument,
+  ): Rowids {
     const table = this.tables.ensure(commit.model, commit.dimensions);
     const now = new Date().toISOString();
     const insertChunk = this.statement(
@@ -236,10 +248,12 @@ export class SqliteChunkWrites {
     const insertFts = this.statement(
       'insert into knowledge_chunks_fts (chunk_id, document_id, document_name, section_path, content) values (?, ?, ?, ?, ?)',
     );
-    const insertVector = this.statement(
-      `insert into ${table} (chunk_id, embedding, document_id, project_key) values (?, ?, ?, ?)`,
-    );
-    const rowids: Rowids = { keyword: [], vectors: [] };
+    const insertVector = (into: string) =>
+      this.statement(
+        `insert into ${into} (chunk_id, embedding, document_id, project_key) values (?, ?, ?, ?)`,
+      );
+    const own = { rowids: [] as number[], vectors: chunks.map((c) => c.vector) };
+    const rowids: Rowids = { keyword: [], vectors: new Map([[table, own]]) };
     // The keyword columns hold the text with word boundaries in CJK and Thai runs (segment.ts);
     // the chunk row keeps the text as it is.
     const ftsName = segmentWords(doc.name);
@@ -272,8 +286,17 @@ export class SqliteChunkWrites {
         c.pageEnd ?? c.page,
       );
       rowids.keyword.push(ftsRowid);
-      const vector = insertVector.run(c.id, c.vector, commit.documentId, doc.project_key);
-      rowids.vectors.push(Number(vector.lastInsertRowid));
+      const vector = insertVector(table).run(c.id, c.vector, commit.documentId, doc.project_key);
+      own.rowids.push(Number(vector.lastInsertRowid));
+    }
+    for (const also of commit.alsoVectors ?? []) {
+      const into = this.tables.ensure(also.model, also.dimensions);
+      const vectors = also.vectors.slice(from, from + chunks.length);
+      const insert = insertVector(into);
+      const written = chunks.map((c, i) =>
+        Number(insert.run(c.id, vectors[i], commit.documentId, doc.project_key).lastInsertRowid),
+      );
+      rowids.vectors.set(into, { rowids: written, vectors });
     }
     return rowids;
   }

@@ -6,7 +6,12 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fuse, fusedScorer } from '../../../../src/knowledge/retrieval/ranking.js';
+import {
+  DEFAULT_FUSION,
+  fuse,
+  fusedScorer,
+  SENTENCE_FUSION,
+} from '../../../../src/knowledge/retrieval/ranking.js';
 import type { Candidate } from '../../../../src/knowledge/search/chunk-store.js';
 import {
   cosinesNeeded,
@@ -53,8 +58,10 @@ const search = fc
       fc.constant(0),
       fc.integer({ min: 1, max: 100 }).map((n) => n / 100),
     ),
+    /** Word vectors' fusion or sentence models' (a calibrated cosine, normalised scores). */
+    fusion: fc.constantFrom(DEFAULT_FUSION, SENTENCE_FUSION),
   })
-  .map(({ pool, top, farther, headroom, coverage }) => {
+  .map(({ pool, top, farther, headroom, coverage, fusion }) => {
     const keyword: Candidate[] = pool
       .filter((c) => c.bm25 > 0)
       .map((c) => ({ chunkId: c.chunkId, score: c.bm25 }))
@@ -70,15 +77,15 @@ const search = fc
     // The vector search's candidates, nearest first, as deep as the search looked.
     const looked = [...cosOf].sort((a, b) => b[1] - a[1]).slice(0, top + farther);
     const keywordMax = (keyword[0]?.score ?? 1) * headroom;
-    return { keyword, cosOf, bounds, looked, top, query: { keywordMax, coverage } };
+    return { keyword, cosOf, bounds, looked, top, query: { keywordMax, coverage }, fusion };
   });
 
 type Search = typeof search extends fc.Arbitrary<infer T> ? T : never;
 
 /** The fused top `top` with every cosine read and the `top` nearest chunks (as the store did). */
-function full({ keyword, cosOf, looked, top, query }: Search) {
+function full({ keyword, cosOf, looked, top, query, fusion }: Search) {
   const semantic = looked.slice(0, top).map(([chunkId, score]) => ({ chunkId, score }));
-  return fuse(keyword, semantic, cosOf, query).slice(0, top);
+  return fuse(keyword, semantic, cosOf, query, fusion).slice(0, top);
 }
 
 /** The fused top `top` reading only the cosines `cosinesNeeded` names; and how many it read. */
@@ -96,9 +103,9 @@ function pruned(s: Search) {
     s.looked.map(([chunkId]) => ({ chunkId, documentId: 'd', ...s.bounds.get(chunkId)! })),
     s.top,
   );
-  const score = fusedScorer(s.keyword, s.query);
+  const score = fusedScorer(s.keyword, s.query, s.fusion);
   const evidence = fusedEvidence(s.keyword, nearest, source, score, s.top);
-  const answer = fuse(evidence.keyword, evidence.semantic, evidence.cosine, s.query);
+  const answer = fuse(evidence.keyword, evidence.semantic, evidence.cosine, s.query, s.fusion);
   return { answer: answer.slice(0, s.top), read };
 }
 
@@ -138,6 +145,7 @@ describe('cosinesNeeded', () => {
       looked: [],
       top: 1,
       query: { keywordMax: 200, coverage: 1 },
+      fusion: DEFAULT_FUSION,
     });
     expect(full(exact(0)).map((c) => c.chunkId)).toEqual(['b']);
     expect(pruned(exact(0)).answer).toEqual(full(exact(0)));
@@ -158,12 +166,12 @@ describe('cosinesNeeded', () => {
 
   it('fusedScorer gives each passage the score fuse gives it', () => {
     fc.assert(
-      fc.property(search, ({ keyword, cosOf, looked, query }) => {
+      fc.property(search, ({ keyword, cosOf, looked, query, fusion }) => {
         const semantic = looked.map(([chunkId, score]) => ({ chunkId, score }));
         const all = new Map(cosOf);
-        const score = fusedScorer(keyword, query);
+        const score = fusedScorer(keyword, query, fusion);
         const bm25 = new Map(keyword.map((k) => [k.chunkId, k.score]));
-        for (const c of fuse(keyword, semantic, all, query)) {
+        for (const c of fuse(keyword, semantic, all, query, fusion)) {
           expect(c.score).toBe(score(bm25.get(c.chunkId) ?? 0, all.get(c.chunkId) ?? 0));
         }
       }),

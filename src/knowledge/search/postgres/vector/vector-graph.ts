@@ -147,6 +147,12 @@ export class GraphBuilds {
     this.running.set(table.name, run);
   }
 
+  /** Forgets what is known of a table that was dropped (a table made again starts afresh). */
+  forget(name: string): void {
+    this.done.delete(name);
+    this.room.delete(name);
+  }
+
   /** Starts a pass for every vector table (at start, and for tests and benchmarks). */
   async scheduleAll(): Promise<void> {
     const { rows } = await this.pool.query<{ table_name: string; dimensions: number }>(

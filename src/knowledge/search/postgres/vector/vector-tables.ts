@@ -16,7 +16,7 @@ import { efSearchFor, TableSizes } from './table-sizes.js';
 import { graphOrder, graphQuery, hasGraph, parseCentre, type VectorTable } from './vector-graph.js';
 
 /** Advisory-lock class of vector-table creation ("aps" in ASCII, as the migration lock). */
-const LOCK_CLASS = 0x617073;
+export const LOCK_CLASS = 0x617073;
 
 /**
  * Up to this many chunks in scope (filtered, or the whole collection), vector search is exact:
@@ -115,6 +115,11 @@ export class VectorTables {
       throw error;
     });
     return this.features;
+  }
+
+  /** Forgets the tables found (some were dropped: a model switch, model-vectors.ts). */
+  forgetTables(): void {
+    this.tables.clear();
   }
 
   /** Forgets what was asked: after a failed commit, pgvector may have been re-created. */

@@ -109,6 +109,13 @@ export class CopiesLoader {
     this.files?.options.log?.(message, fields);
   }
 
+  /** Forgets the copy of a vector table that is dropped, and its snapshot files. */
+  forgetVector(table: string): void {
+    this.indexes.dropVector(table);
+    this.graphFiles.delete(`vector-${table}`);
+    this.files?.remove(`vector-${table}`);
+  }
+
   /** Loads the keyword copy and the vector copies of `tables` that are not loaded yet. */
   async load(tables: readonly { table: string; dimensions: number }[]): Promise<void> {
     this.removeStaleTemporaries();

@@ -45,9 +45,8 @@ export type ChunkLexemes = [section: Int32Array, content: Int32Array];
 
 /** What a committed write added, to apply to the loaded copies. */
 export interface AddedRows {
-  /** The vector table written to, and its rows. */
-  table: string;
-  vectors: IndexRow[];
+  /** The rows of each vector table written to (the commit's model's, and `alsoVectors`'), by table. */
+  vectors: ReadonlyMap<string, IndexRow[]>;
   /** The keyword rows, made only if the keyword copy is loaded and current. */
   keyword: () => KeywordRow[];
 }
@@ -268,7 +267,8 @@ export class InProcessCopies {
     for (const [table, loaded] of this.vectors) {
       if (loaded.generation !== before) continue;
       loaded.index.deleteDocument(documentId);
-      if (added?.table === table) loaded.index.add(added.vectors);
+      const rows = added?.vectors.get(table);
+      if (rows !== undefined) loaded.index.add(rows);
       loaded.generation = after;
     }
   }
@@ -297,7 +297,8 @@ export class InProcessCopies {
     }
     for (const [table, loaded] of this.vectors) {
       if (loaded.generation === before && holders.has(loaded)) {
-        if (added.table === table) loaded.index.add(added.vectors);
+        const rows = added.vectors.get(table);
+        if (rows !== undefined) loaded.index.add(rows);
         loaded.generation = after;
       } else holders.delete(loaded);
     }
@@ -329,6 +330,20 @@ export class InProcessCopies {
     this.staged.delete(key);
     this.keyword?.index.deleteDocument(key);
     for (const loaded of this.vectors.values()) loaded.index.deleteDocument(key);
+  }
+
+  /**
+   * Forgets the vector copy of a table that is dropped (vector/model-vectors.ts): its graph's worker
+   * stops, and a snapshot of it being written is abandoned (its mutation count moved).
+   */
+  dropVector(table: string): boolean {
+    const loaded = this.vectors.get(table);
+    if (loaded === undefined) return false;
+    this.vectors.delete(table);
+    loaded.index.mutations++;
+    loaded.index.close();
+    for (const holders of this.staged.values()) holders.delete(loaded);
+    return true;
   }
 
   copies(): Loaded<KeywordIndex | VectorIndex>[] {

@@ -155,6 +155,12 @@ export class SnapshotFiles {
     return path;
   }
 
+  /** Removes the snapshot of `kind` and its graph files (a vector table dropped). */
+  remove(kind: string): void {
+    rmSync(this.path(kind), { force: true });
+    this.removeGraphs(kind, null);
+  }
+
   /** Removes the graph files of `kind` other than `keep`. */
   removeGraphs(kind: string, keep: string | null): void {
     const start = `${this.prefix}.${kind}.`;

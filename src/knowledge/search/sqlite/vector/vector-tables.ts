@@ -68,14 +68,41 @@ export function tableVectors(statement: Statements, table: string): VectorSource
   };
 }
 
-/** The registry of vector tables, cached by (model, dimensions). */
+/** A registered vector table. */
+export interface RegisteredTable {
+  model: string;
+  dimensions: number;
+  table: string;
+}
+
+/**
+ * The registry of vector tables, cached by (model, dimensions). The cache holds while the
+ * database's schema is unchanged (`schema_version`, ~2 µs to read): another process that dropped
+ * or made a table (a model switch, vector-drop.ts) changes it, and the cache is read again.
+ */
 export class VectorTables {
   private readonly names = new Map<string, string>();
+  private readonly schemaVersion: BetterSqlite3.Statement;
+  private schema = -1;
+  /** Called when the schema changed (tables may be gone: the store drops their copies). */
+  onSchemaChange: () => void = () => undefined;
 
-  constructor(private readonly db: BetterSqlite3.Database) {}
+  constructor(private readonly db: BetterSqlite3.Database) {
+    this.schemaVersion = db.prepare('pragma schema_version').pluck();
+  }
+
+  /** Clears the cache when the schema changed since it was filled. */
+  private check(): void {
+    const schema = this.schemaVersion.get() as number;
+    if (schema === this.schema) return;
+    this.schema = schema;
+    this.names.clear();
+    this.onSchemaChange();
+  }
 
   /** The table of a (model, dimensions), or null when none was made yet. */
   find(model: string, dimensions: number): string | null {
+    this.check();
     const key = `${model}\u0000${dimensions}`;
     const cached = this.names.get(key);
     if (cached !== undefined) return cached;
@@ -104,11 +131,18 @@ export class VectorTables {
 
   /** The tables of a model (one per dimensions it was used with). */
   ofModel(model: string): { table: string; dimensions: number }[] {
+    return this.all().filter((t) => t.model === model);
+  }
+
+  /** Every registered table. */
+  all(): RegisteredTable[] {
+    this.check();
     return this.db
       .prepare(
-        'select table_name as "table", dimensions from knowledge_vector_tables where model = ?',
+        `select model, dimensions, table_name as "table" from knowledge_vector_tables
+         order by model, dimensions`,
       )
-      .all(model) as { table: string; dimensions: number }[];
+      .all() as RegisteredTable[];
   }
 
   /** Forgets the cache: a table created in a transaction that rolled back is gone again. */
