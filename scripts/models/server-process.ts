@@ -4,21 +4,8 @@
  * answers, stopped with SIGTERM and then SIGKILL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 
-/** A TCP port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => {
-        resolve(typeof address === 'object' && address !== null ? address.port : 0);
-      });
-    });
-  });
-}
+export { freePort } from '../../bench/server-process.js';
 
 export interface ServerProcess {
   /** `http://127.0.0.1:<port>` */

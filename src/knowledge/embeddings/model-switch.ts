@@ -9,10 +9,10 @@
  * models' vectors are dropped.
  *
  * Which model answers is counted from the store (ChunkStore.vectorCoverage), so every process
- * and instance comes to the same answer. While nothing is being switched the count is cheap and
- * taken once (at start); while a switch is under way it is taken again after this process's
- * commits and deletes and every REFRESH_MS (another process may be re-indexing), at most once
- * per REFRESH_MS. The other models' vectors are dropped DROP_AFTER_MS after the target first
+ * and instance comes to the same answer. While nothing of another model is stored, no chunk is
+ * counted (ChunkStore.otherModelsStored: a start costs two small lookups). While a switch is
+ * under way the count is taken again after this process's commits and deletes and every
+ * REFRESH_MS (another process may be re-indexing), at most once per REFRESH_MS. The other models' vectors are dropped DROP_AFTER_MS after the target first
  * covered everything: other instances, counting every REFRESH_MS, have moved to the target by then.
  */
 import type { ChunkStore } from '../search/chunk-store.js';
@@ -35,7 +35,10 @@ export interface SwitchState {
   serving: string;
   /** The configured model. */
   target: string;
-  /** Current chunks of searchable documents, and how many have a vector of the target. */
+  /**
+   * Current chunks of searchable documents, and how many have a vector of the target: counted
+   * while anything of another model is stored, else 0 (nothing to switch).
+   */
   chunks: number;
   covered: number;
 }
@@ -113,6 +116,19 @@ export class ModelSwitch {
 
   async #count(): Promise<void> {
     this.#countedAt = performance.now();
+    // Nothing of another model stored (every start without a switch): no chunk is counted.
+    if (!(await this.store.otherModelsStored(this.target.model))) {
+      this.#serving = this.target;
+      this.#state = {
+        serving: this.target.model,
+        target: this.target.model,
+        chunks: 0,
+        covered: 0,
+      };
+      this.#completeAt = null;
+      this.#schedule();
+      return;
+    }
     const { chunks, byModel } = await this.store.vectorCoverage(this.target.model);
     const covered = byModel.get(this.target.model) ?? 0;
     let serving = this.target;

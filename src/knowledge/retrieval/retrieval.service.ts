@@ -122,10 +122,13 @@ export class RetrievalService {
     // Reranking (asked for, or by default when a reranker is configured; skipped while it is
     // cooling down after a failure) ranks a deeper list: RERANK_CANDIDATES of the best hits,
     // without minScore, which then applies to the reranker's relevance instead.
-    const rerank =
+    const reranker =
       this.reranker !== null &&
       body.rerank !== false &&
-      Date.now() - this.rerankFailedAt >= RERANK_COOL_DOWN_MS;
+      Date.now() - this.rerankFailedAt >= RERANK_COOL_DOWN_MS
+        ? this.reranker
+        : null;
+    const rerank = reranker !== null;
     const ranking = rerank ? rerankPool(body, this.options.rerankCandidates) : body;
     // A keyword answer is its index's order cut to topK (keywordScore keeps the order), so no
     // deeper list is needed; fusion needs the deeper lists (SEARCH_HYBRID_CANDIDATES deep), and a
@@ -153,8 +156,8 @@ export class RetrievalService {
       rankingFor(ranking, embedding, this.fusionOf(embedder.model)),
     );
     let reranked = false;
-    if (rerank) {
-      const byRelevance = await this.rerankHits(query, ranked, body);
+    if (reranker !== null) {
+      const byRelevance = await this.rerankHits(query, reranker, ranked, body);
       reranked = byRelevance !== null;
       ranked = byRelevance ?? cut(ranked, body);
     }
@@ -177,11 +180,11 @@ export class RetrievalService {
    */
   private async rerankHits(
     query: string,
+    reranker: RerankProvider,
     hits: RankedHit[],
     body: RetrieveBody,
   ): Promise<RankedHit[] | null> {
-    const reranker = this.reranker;
-    if (reranker === null || hits.length === 0) return cut(hits, body);
+    if (hits.length === 0) return [];
     const passages = hits.map((h) => h.chunk.content);
     const started = performance.now();
     try {
@@ -215,10 +218,6 @@ export class RetrievalService {
     }
   }
 
-  /**
-   * The query vector. When the embedding provider fails, hybrid retrieval degrades to keywords
-   * (logged) instead of failing; semantic retrieval has nothing to fall back on and answers 502.
-   */
   /** The provider whose vectors answer semantic searches now. */
   private serving(): EmbeddingProvider {
     return this.options.models?.serving() ?? this.embedder;
@@ -230,6 +229,10 @@ export class RetrievalService {
     return fusion;
   }
 
+  /**
+   * The query vector. When the embedding provider fails, hybrid retrieval degrades to keywords
+   * (logged) instead of failing; semantic retrieval has nothing to fall back on and answers 502.
+   */
   private async embedQuery(
     embedder: EmbeddingProvider,
     query: string,

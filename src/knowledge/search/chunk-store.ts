@@ -303,6 +303,11 @@ export interface ChunkStore {
     hashes: string[],
   ): Promise<Map<string, Float32Array>>;
   /**
+   * Whether a vector table or a document of another model than `target` is stored (cheap: no
+   * chunk is counted). False: there is nothing to switch from.
+   */
+  otherModelsStored(target: string): Promise<boolean>;
+  /**
    * The current chunks of searchable documents, and how many of them have each model's vector.
    * With nothing of another model than `target` stored, counted once (the target covers all).
    */

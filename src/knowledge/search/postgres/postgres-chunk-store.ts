@@ -30,7 +30,7 @@ import { KeywordSearch } from './keyword/keyword-search.js';
 import { PostgresSearches } from './postgres-searches.js';
 import { deletePostings, insertPostings, type ChunkPostings } from './keyword/postings.js';
 import { GraphBuilds } from './vector/vector-graph.js';
-import { dropOtherVectors, vectorCoverage } from './vector/model-vectors.js';
+import { dropOtherVectors, otherModelsStored, vectorCoverage } from './vector/model-vectors.js';
 import { EXACT_SEARCH_MAX, VectorTables } from './vector/vector-tables.js';
 import { Stemmer } from './keyword/words.js';
 
@@ -281,6 +281,10 @@ export class PostgresChunkStore implements ChunkStore {
   }
 
   // --- reading ----------------------------------------------------------------------------------
+
+  otherModelsStored(target: string): Promise<boolean> {
+    return otherModelsStored(this.pool, target);
+  }
 
   vectorCoverage(target: string): Promise<VectorCoverage> {
     return vectorCoverage(this.pool, target);

@@ -30,7 +30,12 @@ import { SqliteChunkWrites } from './sqlite-chunk-writes.js';
 import { SqliteSearches } from './sqlite-searches.js';
 import { statementCache, type Statements } from './statements.js';
 import type { VectorIndexOptions } from './vector/vector-index.js';
-import { dropOtherVectors, dropUnregistered, vectorCoverage } from './vector/model-vectors.js';
+import {
+  dropOtherVectors,
+  dropUnregistered,
+  otherModelsStored,
+  vectorCoverage,
+} from './vector/model-vectors.js';
 import { asFloat32, VectorTables } from './vector/vector-tables.js';
 
 export interface SqliteChunkStoreOptions {
@@ -110,6 +115,10 @@ export class SqliteChunkStore implements ChunkStore {
     if (!(await this.hideDocument(documentId))) return false;
     await this.purgeDocument(documentId);
     return true;
+  }
+
+  async otherModelsStored(target: string): Promise<boolean> {
+    return otherModelsStored(this.statement, this.tables, target);
   }
 
   async vectorCoverage(target: string): Promise<VectorCoverage> {

@@ -4,7 +4,7 @@
  * the tables of models no longer used (unregistered and dropped in one transaction, under the
  * lock that guards a table's creation; `drop table` only unlinks files, whatever the size).
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '../../../../db/postgres.js';
 import type { VectorCoverage } from '../../chunk-store.js';
 import { LOCK_CLASS } from './vector-tables.js';
@@ -13,31 +13,44 @@ import { LOCK_CLASS } from './vector-tables.js';
 const DROP_LOCK_TIMEOUT = '10s';
 
 /**
- * The current chunks and each model's coverage of them. Nothing to switch (no table of another
- * model, no document embedded with one): the target covers every chunk without a count per table.
+ * Whether anything of another model than `target` is stored: a vector table, or a document
+ * embedded with it. Cheap (the registry and one document lookup): what a start asks first.
+ */
+export async function otherModelsStored(
+  client: Pool | PoolClient,
+  target: string,
+): Promise<boolean> {
+  const { rows } = await client.query<{ other: boolean }>(
+    `select exists (select 1 from knowledge_vector_tables where model <> $1)
+         or exists (select 1 from knowledge_documents where status <> 'deleting'
+              and embedding_model is not null and embedding_model <> $1) as other`,
+    [target],
+  );
+  return rows[0]?.other === true;
+}
+
+/**
+ * The current chunks and each model's coverage of them. Nothing of another model stored: the
+ * target covers every chunk without a count per table.
  */
 export async function vectorCoverage(pool: Pool, target: string): Promise<VectorCoverage> {
   return withTransaction(
     pool,
     'begin isolation level repeatable read read only',
     async (client) => {
-      const { rows } = await client.query<{ chunks: number; other: boolean }>(
-        `select (select count(*)::int from knowledge_chunks c
-                join knowledge_documents d on d.id = c.document_id
-               where d.status <> 'deleting') as chunks,
-              exists (select 1 from knowledge_documents where status <> 'deleting'
-                and embedding_model is not null and embedding_model <> $1) as other`,
-        [target],
+      const { rows } = await client.query<{ chunks: number }>(
+        `select count(*)::int as chunks from knowledge_chunks c
+         join knowledge_documents d on d.id = c.document_id where d.status <> 'deleting'`,
       );
       const chunks = rows[0]?.chunks ?? 0;
+      if (!(await otherModelsStored(client, target))) {
+        return { chunks, byModel: new Map([[target, chunks]]) };
+      }
       const tables = (
         await client.query<{ model: string; table_name: string }>(
           'select model, table_name from knowledge_vector_tables order by model, dimensions',
         )
       ).rows;
-      if (rows[0]?.other !== true && tables.every((t) => t.model === target)) {
-        return { chunks, byModel: new Map([[target, chunks]]) };
-      }
       const byModel = new Map<string, number>();
       for (const { model, table_name: table } of tables) {
         const counted = await client.query<{ n: number }>(

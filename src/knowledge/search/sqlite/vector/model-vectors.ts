@@ -21,9 +21,28 @@ const EMPTY_SLICE = 2000;
 /** The name a table being dropped is renamed to (`knowledge_vec_…` → `knowledge_vecdrop_…`). */
 const dropping = (table: string) => table.replace(/^knowledge_vec_/, 'knowledge_vecdrop_');
 
+/** The document query of `otherModelsStored`: one embedded with another model than the target. */
+const OTHER_DOCUMENT = `select 1 from knowledge_documents where status <> 'deleting'
+  and embedding_model is not null and embedding_model <> ? limit 1`;
+
 /**
- * The current chunks and each model's coverage of them. Nothing to switch (no table of another
- * model, no document embedded with one): the target covers every chunk without a count per table.
+ * Whether anything of another model than `target` is stored: a vector table, or a document
+ * embedded with it. Cheap (the registry and one document lookup): what a start asks first.
+ */
+export function otherModelsStored(
+  statement: Statements,
+  tables: VectorTables,
+  target: string,
+): boolean {
+  return (
+    tables.all().some((t) => t.model !== target) ||
+    statement(OTHER_DOCUMENT).get(target) !== undefined
+  );
+}
+
+/**
+ * The current chunks and each model's coverage of them. Nothing of another model stored: the
+ * target covers every chunk without a count per table.
  */
 export function vectorCoverage(
   db: BetterSqlite3.Database,
@@ -39,16 +58,11 @@ export function vectorCoverage(
       )
         .pluck()
         .get() as number;
-      const registered = tables.all();
-      const otherDocument = statement(
-        `select 1 from knowledge_documents where status <> 'deleting'
-           and embedding_model is not null and embedding_model <> ? limit 1`,
-      ).get(target);
-      if (otherDocument === undefined && registered.every((t) => t.model === target)) {
+      if (!otherModelsStored(statement, tables, target)) {
         return { chunks, byModel: new Map([[target, chunks]]) };
       }
       const byModel = new Map<string, number>();
-      for (const { model, table } of registered) {
+      for (const { model, table } of tables.all()) {
         const covered = statement(
           `select count(*) from ${table} v join knowledge_chunks c on c.id = v.chunk_id
            join knowledge_documents d on d.id = c.document_id where ${CURRENT}`,
