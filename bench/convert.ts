@@ -41,7 +41,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     before: { type: 'string' },
     after: { type: 'string' },
-    manuals: { type: 'string', default: 'asymptote,bzip2,nettle,gnuplot,valgrind' },
+    manuals: { type: 'string', default: 'asymptote,bzip2,nettle,gnuplot,valgrind,libtasn1' },
     'no-scans': { type: 'boolean', default: false },
     cache: { type: 'string', default: 'bench/.cache/pdf' },
   },

@@ -1,7 +1,8 @@
 /**
  * Retrieval quality and speed through the product's own path:
  *
- *   npx tsx bench/retrieval.ts [--sets scifact,paraphrase] [--limit N] [--modes keyword,semantic,hybrid]
+ *   npx tsx bench/retrieval.ts [--sets scifact,paraphrase,realdocs,identifiers] [--limit N]
+ *                              [--modes keyword,semantic,hybrid] [--misses hybrid]
  *                              [--scale 10000,100000] [--scale-queries 200] [--files-per 5000]
  *                              [--seed 42] [--distractors N] [--overlap] [--dataset DIR]
  *                              [--db sqlite|postgres] [--pg-database NAME]
@@ -14,6 +15,13 @@
  * that of its best chunk). Latency is the client-side HTTP round trip, query embedding included.
  *
  * - scifact: SciFact train (../shared/datasets/scifact, not shipped), as one markdown file of `# <doc id>` sections.
+ * - identifiers (not in the default sets: it downloads Debian packages with apt-get on its first
+ *   run, into bench/.cache/identifiers): test-data/identifiers, identifier queries
+ *   (`asn1_der_decoding`, `XML_SetDefaultHandlerExpand`, `valgrind --num-callers`, `os.path.join`,
+ *   `std::vector::emplace_back`, `CVE-2022-40674`…) over real API references (libtasn1, expat,
+ *   valgrind, Python, cppreference), one row per kind of identifier and `identifiers all`; hit@1
+ *   is "the identifier's own section first". The queries whose first hit is not the answer are
+ *   listed on stderr for the modes of `--misses` (default hybrid; `none` lists none).
  * - paraphrase: test-data/paraphrase (CC0): questions that share few content words with their
  *   passage, plus keyword "controls"; a hit is relevant when its sectionPath holds the passage id.
  *   The content-word overlap of the questions is checked and reported (`--overlap`: per query).
@@ -58,7 +66,9 @@ import type { Ranking } from '../src/knowledge/search/chunk-store.js';
 import { SqliteChunkStore } from '../src/knowledge/search/sqlite/sqlite-chunk-store.js';
 import { hnswCurve, hnswRecall, startPostgres, storeGraph } from './retrieval/postgres.js';
 import { rng, SentenceGenerator, syntheticFiles } from './retrieval/synthetic.js';
+import { QueryReport } from './retrieval/query-report.js';
 import { realdocsSet } from './retrieval/realdocs.js';
+import { identifiersSet } from './retrieval/identifiers.js';
 import { calibrationTable } from './retrieval/calibration.js';
 import { MODEL_OPTIONS, modelEnv } from './retrieval/model-env.js';
 
@@ -67,6 +77,7 @@ const { values } = parseArgs({
     sets: { type: 'string', default: 'scifact,paraphrase,realdocs' },
     limit: { type: 'string' },
     modes: { type: 'string', default: MODES.join(',') },
+    misses: { type: 'string', default: 'hybrid' },
     scale: { type: 'string', default: '' },
     'scale-queries': { type: 'string', default: '200' },
     'files-per': { type: 'string', default: '5000' },
@@ -88,13 +99,17 @@ const list = (s: string) =>
     .map((x) => x.trim())
     .filter((x) => x !== '' && x !== 'none');
 const limit = values.limit === undefined ? undefined : Number(values.limit);
-const modes = list(values.modes).map((m) => {
-  if (!(MODES as readonly string[]).includes(m)) throw new Error(`unknown mode ${m}`);
-  return m as Mode;
-});
+const modeList = (s: string) =>
+  list(s).map((m) => {
+    if (!(MODES as readonly string[]).includes(m)) throw new Error(`unknown mode ${m}`);
+    return m as Mode;
+  });
+const modes = modeList(values.modes);
+const missModes = new Set(modeList(values.misses));
 const sets = list(values.sets);
 for (const s of sets)
-  if (!['scifact', 'paraphrase', 'realdocs'].includes(s)) throw new Error(`unknown set ${s}`);
+  if (!['scifact', 'paraphrase', 'realdocs', 'identifiers'].includes(s))
+    throw new Error(`unknown set ${s}`);
 const scales = list(values.scale).map((n) => {
   const v = Number(n.replace(/k$/i, '000'));
   if (!Number.isInteger(v) || v < 1) throw new Error(`bad --scale value ${n}`);
@@ -197,13 +212,17 @@ async function runSet(set: EvalSet): Promise<void> {
   const bench = await startBench(set.name);
   try {
     let chunks = 0;
+    /** Document id → file name (for the list of misses). */
+    const docNames = new Map<string, string>();
     const t = performance.now();
     for (const file of set.files) {
       const doc = await bench.ingest(file.name, file.markdown, set.index);
+      docNames.set(doc.id, file.name);
       chunks += doc.chunkCount;
     }
     for (const file of set.uploads ?? []) {
       const doc = await bench.ingest(file.name, file.data, set.index);
+      docNames.set(doc.id, file.name);
       set.onUploaded?.(file.name, doc.id);
       chunks += doc.chunkCount;
       log(`${set.name}: ${file.name} → ${doc.chunkCount} chunks`);
@@ -214,7 +233,7 @@ async function runSet(set: EvalSet): Promise<void> {
       `${set.name}: ${fileCount} file(s) → ${chunks} chunks indexed in ${(ingestMs / 1000).toFixed(1)} s over HTTP`,
     );
     log(`${set.name}: ${chunks} chunks in ${(ingestMs / 1000).toFixed(1)} s`);
-    const groups = [
+    const groups = set.groups ?? [
       ...new Set(
         set.queries.flatMap((q) => (q.alsoIn === undefined ? [q.group] : [q.group, q.alsoIn])),
       ),
@@ -229,17 +248,25 @@ async function runSet(set: EvalSet): Promise<void> {
         cal = { answerableTop: [], unanswerableTop: [], answerScore: [] };
         calibration.set(mode, cal);
       }
+      const report = new QueryReport(`${set.name} ${mode}`, docNames);
       for (const q of set.queries) {
         const { items, ms: elapsed } = await bench.retrieve(q.text, mode, 30);
         const keyOf = (hit: Hit) => (q.keyOf === undefined ? set.keyOf(hit) : q.keyOf(hit));
         const top = items[0]?.score ?? Number.NEGATIVE_INFINITY;
+        const ranked = [...new Set(items.map((hit) => keyOf(hit)))];
         for (const group of q.alsoIn === undefined ? [q.group] : [q.group, q.alsoIn]) {
-          const g = perGroup.get(group)!;
+          const g = perGroup.get(group);
+          if (g === undefined)
+            throw new Error(`${set.name}: query ${q.id} in unknown row ${group}`);
           g.latencies.push(elapsed);
-          if (q.relevant.size > 0) {
-            g.metrics.push(rankMetrics([...new Set(items.map((hit) => keyOf(hit)))], q.relevant));
-          }
+          if (q.relevant.size > 0) g.metrics.push(rankMetrics(ranked, q.relevant));
         }
+        if (set.reportMisses === true || set.name === 'realdocs') {
+          const plain = (await bench.retrieve(q.text, mode, 10, true)).items;
+          report.padding(q, items, plain, keyOf);
+        }
+        if (set.reportMisses === true && missModes.has(mode) && q.relevant.size > 0)
+          report.rankOne(q, items, keyOf);
         if (set.name !== 'realdocs') continue;
         if (q.relevant.size === 0) cal.unanswerableTop.push(top);
         else {
@@ -248,6 +275,7 @@ async function runSet(set: EvalSet): Promise<void> {
           cal.answerScore.push(answer?.score ?? null);
         }
       }
+      for (const line of report.lines()) log(line);
       for (const [group, g] of perGroup) {
         const lat = latencySummary(g.latencies);
         const quality = g.metrics.length > 0 ? meanMetrics(g.metrics) : undefined;
@@ -263,7 +291,13 @@ async function runSet(set: EvalSet): Promise<void> {
 for (const name of sets) {
   if (name === 'scifact') await runSet(scifactSet(values.dataset, limit));
   else if (name === 'realdocs') await runSet(realdocsSet(undefined, limit));
-  else {
+  else if (name === 'identifiers') {
+    const { set, corpus } = identifiersSet(limit, log);
+    const versions = [...corpus.versions].map(([pkg, v]) => `${pkg} ${v}`).join(', ');
+    notes.push(`identifiers: packages ${versions === '' ? 'none' : versions}`);
+    for (const line of corpus.skipped) notes.push(line);
+    if (set.queries.length > 0) await runSet(set);
+  } else {
     const distractors = Number(values.distractors);
     const set = paraphraseSet(paraphrase, limit);
     if (distractors > 0) {

@@ -20,6 +20,13 @@ import {
   proseTables,
   tableCount,
 } from './metrics.js';
+import {
+  emptiedPages,
+  glyphLeaks,
+  markdownPages,
+  pageAccuracy,
+  rowHeadings,
+} from './page-metrics.js';
 
 export interface CompareOptions {
   cache: string;
@@ -237,6 +244,15 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
         each((o) => cellsInRow(o, doc.truth.tables)),
       );
     }
+    if (doc.truth.tables.length > 0)
+      add(`${doc.name}: table rows made headings`, 'low', 0, {
+        ...Object.fromEntries(
+          Object.keys(roots).map((t) => [
+            t,
+            rowHeadings(outputs[t] ?? '', doc.truth.tables).length,
+          ]),
+        ),
+      });
   }
 
   // Real manuals: heading recall against the outline, tables found, pages per second.
@@ -248,6 +264,9 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
   const tables: Record<string, number> = {};
   const onProse: Record<string, number> = {};
   const code: Record<string, number> = {};
+  const leaks: Record<string, number> = {};
+  const accuracies: Record<string, number[]> = {};
+  const precisions: Record<string, number[]> = {};
   let proseCount = 0;
   for (const manual of corpus.manuals) {
     const titles = await outlineTitles(manual.file);
@@ -256,9 +275,29 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
     const precision: Record<string, Cell> = {};
     const prose = poppler ? prosePages(manual.file) : new Set<number>();
     proseCount += prose.size;
+    // pdftotext's pages are the truth of which page a text is printed on.
+    const truthPages = poppler ? pdftotext(manual.file, false).text.split('\f') : [];
+    const accuracy: Record<string, Cell> = {};
+    const emptied: Record<string, Cell> = {};
+    const used: Record<string, Cell> = {};
+    const rate: Record<string, Cell> = {};
     for (const [tool, root] of Object.entries(roots)) {
       const run = runOurs(root, manual.file, 'text', cache);
       time[tool] = (time[tool] ?? 0) + run.ms;
+      rate[tool] = (run.pages * 1000) / run.ms;
+      leaks[tool] = (leaks[tool] ?? 0) + glyphLeaks(run.markdown);
+      if (poppler) {
+        const ours = markdownPages(run.markdown);
+        accuracy[tool] = pageAccuracy(ours, truthPages);
+        (accuracies[tool] ??= []).push(accuracy[tool] ?? 0);
+        const empty = emptiedPages(ours, truthPages);
+        emptied[tool] = empty.length;
+        writeFileSync(join(cache, `emptied-${manual.name}-${tool}.txt`), `${empty.join(', ')}\n`);
+      }
+      if (titles.length > 0) {
+        used[tool] = headingPrecision(run.markdown, titles);
+        (precisions[tool] ??= []).push(used[tool] ?? 0);
+      }
       if (tool === 'after') pages += run.pages;
       values[tool] = titles.length > 0 ? headingRecall(run.markdown, titles) : null;
       if (titles.length > 0) (recalls[tool] ??= []).push(values[tool] ?? 0);
@@ -283,15 +322,22 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
       add(`${manual.name} (${titles.length} outline titles): heading recall`, 'high', 2, values);
       add(`${manual.name}, outline ignored: heading recall`, 'high', 2, noOutline);
       add(`${manual.name}, outline ignored: heading precision`, 'high', 2, precision);
+      add(`${manual.name}, outline used: heading precision vs outline`, 'high', 2, used);
     }
     if (poppler) {
       for (const layout of [false, true]) {
         const tool = layout ? 'pdftotext -layout' : 'pdftotext';
-        time[tool] = (time[tool] ?? 0) + pdftotext(manual.file, layout).ms;
+        const out = pdftotext(manual.file, layout);
+        time[tool] = (time[tool] ?? 0) + out.ms;
+        rate[tool] = ((truthPages.length - 1) * 1000) / out.ms;
+        leaks[tool] = (leaks[tool] ?? 0) + glyphLeaks(out.text);
         const ms = pdftotextCpu(manual.file, layout);
         if (ms !== null) cpu[tool] = (cpu[tool] ?? 0) + ms;
       }
+      add(`${manual.name}: page accuracy vs pdftotext's pages`, 'high', 3, accuracy);
+      add(`${manual.name}: pages with text that come out empty`, 'low', 0, emptied);
     }
+    add(`${manual.name}: pages/s, one process per file`, 'high', 1, rate);
   }
   if (corpus.manuals.length > 0) {
     const names = corpus.manuals.map((m) => m.name).join(', ');
@@ -315,6 +361,11 @@ export async function comparePdf(options: CompareOptions): Promise<void> {
       2,
       meanOf((v) => v.precision),
     );
+    const means = (v: Record<string, number[]>) =>
+      Object.fromEntries(Object.entries(v).map(([t, l]) => [t, mean(l)]));
+    add("manuals: mean page accuracy vs pdftotext's pages", 'high', 3, means(accuracies));
+    add('manuals, outline used: mean heading precision vs outline', 'high', 2, means(precisions));
+    add('manuals: leaked glyphs (ligatures, Ã/â€ mojibake, ©c)', 'low', 0, { ...leaks });
     add(`manuals: GFM tables made (${pages} pages)`, 'low', 0, { ...tables });
     add(`manuals: GFM tables on prose pages (${proseCount} pages)`, 'low', 0, { ...onProse });
     add('manuals: fenced code blocks', 'high', 0, { ...code });

@@ -26,6 +26,7 @@ export const MANUALS: ManualSource[] = [
   { name: 'nettle', pkg: 'nettle-dev', path: 'usr/share/doc/nettle-dev/nettle.pdf.gz' },
   { name: 'gnuplot', pkg: 'gnuplot-doc', path: 'usr/share/doc/gnuplot/gnuplot.pdf' },
   { name: 'valgrind', pkg: 'valgrind', path: 'usr/share/doc/valgrind/valgrind_manual.pdf.gz' },
+  { name: 'libtasn1', pkg: 'libtasn1-doc', path: 'usr/share/doc/libtasn1-doc/libtasn1.pdf' },
 ];
 
 export interface Corpus {

@@ -141,13 +141,19 @@ export class BenchServer {
   }
 
   /** POST /knowledge/retrieve; `ms` is the client-side round trip. */
-  async retrieve(query: string, mode: Mode, topK: number): Promise<{ items: Hit[]; ms: number }> {
+  /** A retrieval with minScore -1 (every hit), or as a client asks by default (`asked`). */
+  async retrieve(
+    query: string,
+    mode: Mode,
+    topK: number,
+    asked = false,
+  ): Promise<{ items: Hit[]; ms: number }> {
     const t = performance.now();
     const body = await this.postJson<{ items: Hit[] }>('/retrieve', {
       query,
       topK,
       mode,
-      minScore: -1,
+      ...(asked ? {} : { minScore: -1 }),
     });
     return { items: body.items, ms: performance.now() - t };
   }

@@ -37,33 +37,63 @@ export function normalizeText(text: string): string {
     .replace(/\s+/g, ' ');
 }
 
-export function loadRealdocsQuestions(dir = REALDOCS_DIR): RealdocsQuestion[] {
-  return readFileSync(join(dir, 'questions.jsonl'), 'utf8')
+/** The objects of a JSON Lines file (blank lines skipped). */
+export function readJsonl<T>(file: string): T[] {
+  return readFileSync(file, 'utf8')
     .split('\n')
     .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as RealdocsQuestion);
+    .map((l) => JSON.parse(l) as T);
+}
+
+export function loadRealdocsQuestions(dir = REALDOCS_DIR): RealdocsQuestion[] {
+  return readJsonl<RealdocsQuestion>(join(dir, 'questions.jsonl'));
 }
 
 /** The document names the questions refer to, in first-seen order. */
-export function realdocsFiles(questions: readonly RealdocsQuestion[]): string[] {
+export function realdocsFiles(questions: readonly { doc?: string }[]): string[] {
   return [...new Set(questions.flatMap((q) => (q.doc === undefined ? [] : [q.doc])))];
 }
 
 export const UNANSWERABLE_GROUP = 'realdocs unanswerable';
 export const REALDOCS_ALL = 'realdocs all';
 
+/** A question judged by quotes (realdocs' own, or another set's such as identifiers). */
+export interface QuotedQuestion {
+  id: string;
+  question: string;
+  /** Absent: unanswerable. */
+  doc?: string;
+  quotes?: string[];
+}
+
+export interface QuoteSetOptions<Q extends QuotedQuestion> {
+  /** The set's name (the bench's server label). */
+  name: string;
+  questions: readonly Q[];
+  /** Where the documents named by the questions are read from. */
+  docDir: string;
+  /** The row an answerable question is reported under. */
+  group: (q: Q) => string;
+  /** The row every answerable question is also reported under. */
+  all: string;
+  /** Which questions have no answer (default: those without a doc). */
+  unanswerable?: (q: Q) => boolean;
+}
+
 /**
- * The set: every document of the questions uploaded as it is; each answerable question reported
- * under its type and under `realdocs all`; unanswerable ones only under UNANSWERABLE_GROUP (their
- * top scores calibrate minScore).
+ * A set judged by quotes: every document of the questions uploaded as it is (read from docDir);
+ * each answerable question reported under its group and under `all`; unanswerable ones only under
+ * UNANSWERABLE_GROUP. A hit answers when it comes from the question's document and its
+ * content holds one of the quotes (both normalized by normalizeText).
  */
-export function realdocsSet(dir = REALDOCS_DIR, limit?: number): EvalSet {
-  const questions = loadRealdocsQuestions(dir).slice(0, limit);
+export function quoteSet<Q extends QuotedQuestion>(options: QuoteSetOptions<Q>): EvalSet {
+  const { questions, docDir } = options;
   const names = realdocsFiles(questions);
+  const unanswerable = options.unanswerable ?? ((q: Q) => q.doc === undefined);
   /** Document id → file name, learned as the bench uploads them. */
   const documentNames = new Map<string, string>();
   const queries: EvalQuery[] = questions.map((q) => {
-    if (q.type === 'unanswerable') {
+    if (unanswerable(q)) {
       return { id: q.id, text: q.question, relevant: new Set(), group: UNANSWERABLE_GROUP };
     }
     const quotes = (q.quotes ?? []).map(normalizeText);
@@ -74,18 +104,34 @@ export function realdocsSet(dir = REALDOCS_DIR, limit?: number): EvalSet {
       id: q.id,
       text: q.question,
       relevant: new Set(['answer']),
-      group: `realdocs ${q.type}`,
-      alsoIn: REALDOCS_ALL,
+      group: options.group(q),
+      alsoIn: options.all,
       keyOf: (hit: Hit) => (answers(hit) ? 'answer' : `chunk:${hit.id}`),
     };
   });
   return {
-    name: 'realdocs',
+    name: options.name,
     files: [],
-    uploads: names.map((name) => ({ name, data: readFileSync(join(dir, name)) })),
+    uploads: names.map((name) => ({ name, data: readFileSync(join(docDir, name)) })),
     onUploaded: (name, id) => documentNames.set(id, name),
     index: {},
     queries,
     keyOf: (hit) => `chunk:${hit.id}`,
   };
+}
+
+/**
+ * The set: every document of the questions uploaded as it is; each answerable question reported
+ * under its type and under `realdocs all`; unanswerable ones only under UNANSWERABLE_GROUP (their
+ * top scores calibrate minScore).
+ */
+export function realdocsSet(dir = REALDOCS_DIR, limit?: number): EvalSet {
+  return quoteSet({
+    name: 'realdocs',
+    questions: loadRealdocsQuestions(dir).slice(0, limit),
+    docDir: dir,
+    group: (q) => `realdocs ${q.type}`,
+    all: REALDOCS_ALL,
+    unanswerable: (q) => q.type === 'unanswerable',
+  });
 }

@@ -29,6 +29,10 @@ export interface EvalSet {
   queries: EvalQuery[];
   /** The unit a hit is judged as (document or passage id); hits of one unit count once. */
   keyOf(hit: Hit): string;
+  /** The order of the set's rows in the results table (default: as the queries first name them). */
+  groups?: string[];
+  /** List, on stderr, each query whose first hit is not relevant (modes chosen by --misses). */
+  reportMisses?: boolean;
 }
 
 /**

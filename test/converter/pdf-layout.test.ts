@@ -113,15 +113,14 @@ describe('layoutPages', () => {
       kind: 'text' as const,
       lines: runs.map((r) => line(r.text, r.x, r.y, r.size)),
     }));
-    const dots = '. . . .';
     expect(layoutPages(pages)).toEqual([
       [
         '# The Frobnicator Reference Manual and Guide',
         '## Contents',
-        `1 Introduction ${dots} 2`,
-        `1.1 Getting started ${dots} 2`,
-        `1.2 Options ${dots} 2`,
-        `Index ${dots} 3`,
+        `1 Introduction … 2`,
+        `1.1 Getting started … 2`,
+        `1.2 Options … 2`,
+        `Index … 3`,
       ].join('\n\n'),
       [
         '## 1 Introduction',
@@ -133,9 +132,9 @@ describe('layoutPages', () => {
       [
         'The --fast option skips the checksum pass and halves the run time.',
         '## Index',
-        `checksum ${dots} 3`,
-        `frob --init ${dots} 2`,
-        `widgets ${dots} 2`,
+        `checksum … 3`,
+        `frob --init … 2`,
+        `widgets … 2`,
       ].join('\n\n'),
     ]);
   });

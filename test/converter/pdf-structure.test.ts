@@ -161,7 +161,7 @@ describe('code listings', () => {
       'Read more at http://example.org/frob',
     ]);
   });
-  it('joins a listing cut by a page break into one fenced block, on the first page', async () => {
+  it('fences a listing cut by a page break on each page, on one grid', async () => {
     const [first, second] = await markdownOf([
       {
         text: [
@@ -180,9 +180,14 @@ describe('code listings', () => {
     ]);
     expect(first?.split('\n\n')).toEqual([
       'The loop reads the input:',
-      ['```', 'while (n > 0) {', '    n = step(n);', '    print(n);', '}', '```'].join('\n'),
+      ['```', 'while (n > 0) {', '    n = step(n);', '```'].join('\n'),
     ]);
-    expect(second).toBe('The loop ends when n reaches zero.');
+    // The second part keeps its indentation on the whole listing's grid (its own left edge
+    // would be the indented `print(n);`).
+    expect(second?.split('\n\n')).toEqual([
+      ['```', '    print(n);', '}', '```'].join('\n'),
+      'The loop ends when n reaches zero.',
+    ]);
   });
 
   it('keeps a monospaced line inside a sentence as inline code, fences one standing alone', async () => {
@@ -207,7 +212,7 @@ describe('code listings', () => {
 });
 
 describe('paragraphs across columns and pages', () => {
-  it('joins a paragraph that goes on at the top of the next column or page', async () => {
+  it('joins a paragraph across columns; across pages each part stays on its page', async () => {
     const left = [
       'A column of text that starts the page and',
       'goes on for a few lines, and at the foot of',
@@ -238,10 +243,12 @@ describe('paragraphs across columns and pages', () => {
       [
         `${left.join(' ')} ${right[0]}`,
         right[1],
-        'A last paragraph runs over the page and it ends on the next page, where it stops after ' +
-          'a second line.',
+        'A last paragraph runs over the page and it ends on the',
       ].join('\n\n'),
-      'After it, one more paragraph of two lines.',
+      [
+        'next page, where it stops after a second line.',
+        'After it, one more paragraph of two lines.',
+      ].join('\n\n'),
     ]);
   });
 });

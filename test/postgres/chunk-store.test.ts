@@ -441,6 +441,11 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         markdown: `# 机器学习\n\n## 数据\n\n我们的训练数据集很大，模型在训练数据上学习。数据清洗是关键步骤。\n\n## 日本語\n\n東京都に住んでいる学生です。機械学習のデータを集めています。\n\n## ภาษาไทย\n\nภาษาไทยเป็นภาษาที่สวยงาม ระบบค้นหาข้อมูลทำงานได้ดี\n`,
       });
       docs.push({ name: 'data.md', markdown: '# 说明\n\n数据很重要。GPT模型的数据。\n' });
+      // Identifiers (identifiers.ts): whole, by part, where defined, in links and escapes.
+      docs.push({
+        name: 'api_reference.md',
+        markdown: `# std::vector::emplace\\_back\n\nAppends an element; see [push_back](vector/push_back.html "cpp/container/vector/push back").\n\n## Errors\n\nerrno.ENOENT\n\nNo such file. Like asn1_der_decoding_startEnd, asn1_der_decoding decodes DER.\n\nint asn1_der_decoding (asn1_node * element)\n\n\`\`\`\n--num-callers=<number> [default: 12]\n>>> json.dumps([1])\n\`\`\`\n\nXML_SetDefaultHandlerExpand and XML_SetDefaultHandler; os.path.join; CVE-2024-3094 in 5.6.1; is_valid.\n`,
+      });
       const random = seededRandom(3);
       for (const [i, doc] of docs.entries()) {
         const chunks = chunkMarkdown(doc.markdown, { maxChars: 600, overlapChars: 60 }).map((c) =>
@@ -481,6 +486,21 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('PostgresChunkStore', () => {
         '機械学習のデータ',
         'ภาษาไทย',
         'สวยงาม ที่',
+        'asn1_der_decoding',
+        'asn1_der_decoding_startEnd',
+        'std::vector::emplace_back',
+        'emplace_back',
+        'push_back',
+        '--num-callers',
+        'DefaultHandler',
+        'XML_SetDefaultHandler',
+        'errno.ENOENT',
+        'ENOENT',
+        'os.path.join',
+        'json.dumps',
+        'CVE-2024-3094 5.6.1',
+        'is_valid',
+        'cpp container',
       );
     }, 120_000);
     afterAll(async () => {

@@ -9,6 +9,7 @@ import { highlightedCodeBlock, strikethrough, taskListItems } from 'turndown-plu
 import { EXIT_CODES } from '../contract.js';
 import { ConvertError } from './convert-error.js';
 import { limitNesting, MAX_HTML_DEPTH } from './html-nesting.js';
+import { isPermalink, isSelfLink } from './html-permalinks.js';
 import { escapeCell, fenced } from './markdown.js';
 import type { Conversion } from './types.js';
 
@@ -189,6 +190,24 @@ function createService(): TurndownService {
     filter: (node) =>
       dom(node).nodeName === 'IMG' && /^\s*data:/i.test(dom(node).getAttribute?.('src') ?? ''),
     replacement: (_content, node) => service.escape(dom(node).getAttribute?.('alt') ?? ''),
+  });
+  // Permalink signs go; a heading's link to itself keeps its words (html-permalinks.ts).
+  service.addRule('apsPermalink', {
+    filter: (node) => isPermalink(dom(node)),
+    replacement: () => '',
+  });
+  service.addRule('apsSelfLink', {
+    filter: (node) => !isPermalink(dom(node)) && isSelfLink(dom(node)),
+    replacement: (content) => content,
+  });
+  // turndown's own heading rule keeps the space a dropped leading permalink leaves (`#  Title`).
+  service.addRule('apsHeading', {
+    filter: ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'],
+    replacement: (content, node) => {
+      const text = content.replace(/\s+/g, ' ').trim();
+      const level = Number(dom(node).nodeName.charAt(1));
+      return text === '' ? '' : `\n\n${'#'.repeat(level)} ${text}\n\n`;
+    },
   });
   // Added last so it wins over every rule above (turndown tries the newest rule first): a hidden
   // table is dropped, not rendered.

@@ -78,10 +78,10 @@ export function joinHeadingOnly(
 
 /**
  * A table-of-contents or index entry: a dot leader ending in a page number (`Introduction . . . 1`,
- * `aes_encrypt........23`), or a line that is nothing but links into the document itself (a list
- * item, or an HTML index's table row).
+ * `aes_encrypt........23`; the PDF converter writes the leader as one ` … `), or a line that is
+ * nothing but links into the document itself (a list item, or an HTML index's table row).
  */
-const TOC_ENTRY = /(?:\.[ \t]?){4,}[ \t]*(?:\d+|[ivxlcdm]+)\b/gi;
+const TOC_ENTRY = /(?:(?:\.[ \t]?){4,}|[ \t]…[ \t])[ \t]*(?:\d+|[ivxlcdm]+)\b/giu;
 const IN_PAGE_LINK = /\[(?:[^\]\n\\]|\\.)*\]\(#[^)\s]*(?:\s+"[^"\n]*")?\)/g;
 const linksOnly = (line: string): boolean =>
   line.includes('](#') && /^[\s|:*+\-\d.)]*$/.test(line.replace(IN_PAGE_LINK, ''));

@@ -279,8 +279,21 @@ function scoreWith(
 export type RankOptions = Pick<RetrieveBody, 'mode' | 'minScore' | 'topK'>;
 
 /**
+ * The share of the best hit's evidence below which a hit is padding, dropped when the request
+ * sets no `minScore` (PADDING below).
+ */
+export const PADDING_FRACTION = 0.1;
+
+/**
  * The answer from the evidence (pure): each candidate scored by the mode (hybrid without a query
  * vector: by keywords), ordered by score (ties by chunk id), `minScore` applied, cut to `topK`.
+ *
+ * Without a `minScore`, no padding: a hit whose evidence is under PADDING_FRACTION of the best
+ * hit's is dropped, the evidence being the mode's own: BM25 (keyword), the cosine read between
+ * the model's floor and ceiling (semantic), the fused score (hybrid: where a strong keyword match
+ * leaves the cosine no room, a passage that only resembles the query scores ~0.02 beside ~0.98).
+ * Only scores of one query are compared, so a weak best hit keeps its weak neighbours: telling a
+ * query the corpus cannot answer is minScore's job (docs/knowledge-base.md).
  */
 export function rank(
   options: RankOptions,
@@ -289,8 +302,13 @@ export function rank(
   fusion: FusionOptions = DEFAULT_FUSION,
 ): Candidate[] {
   let ranked: Candidate[];
-  if (options.mode === 'semantic') ranked = evidence.semantic;
-  else if (options.mode === 'hybrid' && embedding !== null) {
+  /** The evidence of a ranked hit that the padding rule compares. */
+  let strength: (c: Candidate, i: number) => number = (c) => c.score;
+  if (options.mode === 'semantic') {
+    ranked = evidence.semantic;
+    const { cosineFloor: floor, cosineCeiling: ceiling } = fusion;
+    strength = (c) => Math.min(1, Math.max(0, (c.score - floor) / (ceiling - floor)));
+  } else if (options.mode === 'hybrid' && embedding !== null) {
     // A nearest chunk's cosine is its semantic score: it joins the keyword candidates' cosines.
     const cosine = new Map(evidence.cosine);
     for (const s of evidence.semantic) cosine.set(s.chunkId, s.score);
@@ -302,12 +320,17 @@ export function rank(
       fusion,
     );
   } else {
-    ranked = evidence.keyword.map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
+    const keyword = evidence.keyword;
+    ranked = keyword.map((c) => ({ chunkId: c.chunkId, score: keywordScore(c.score) }));
+    strength = (_, i) => keyword[i]?.score ?? 0;
   }
-  // Without an explicit minScore only hits with no evidence at all (score ≤ 0) are dropped.
   const min = options.minScore;
-  const keep = min === undefined ? (c: Candidate) => c.score > 0 : (c: Candidate) => c.score >= min;
-  return ranked.filter(keep).slice(0, options.topK);
+  if (min !== undefined) return ranked.filter((c) => c.score >= min).slice(0, options.topK);
+  // Without an explicit minScore: hits with no evidence at all (score ≤ 0) and padding dropped.
+  const best = ranked.reduce((m, c, i) => Math.max(m, strength(c, i)), 0);
+  return ranked
+    .filter((c, i) => c.score > 0 && strength(c, i) >= PADDING_FRACTION * best)
+    .slice(0, options.topK);
 }
 
 /**

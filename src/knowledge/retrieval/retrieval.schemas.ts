@@ -45,7 +45,7 @@ export const RetrieveBodySchema = Type.Object(
         minimum: -1,
         maximum: 1,
         description:
-          'Drop hits scoring below it (before topK). Without it, only hits scoring ≤ 0 (no evidence) are dropped. In hybrid mode 0.77 is the calibrated threshold for "answer or nothing": on real documents it kept 90 % of answerable questions and dropped 58 % of unanswerable ones. When the answer is reranked, it applies to the reranker\'s relevance (in [0, 1]) instead of the fused score.',
+          'Drop hits scoring below it (before topK). Without it, hits scoring ≤ 0 (no evidence) and padding (hits whose evidence is under a tenth of the best hit’s) are dropped. In hybrid mode 0.77 is the calibrated threshold for "answer or nothing": on real documents it kept 90 % of answerable questions and dropped 58 % of unanswerable ones. When the answer is reranked, it applies to the reranker\'s relevance (in [0, 1]) instead of the fused score.',
       }),
     ),
     projectId: Type.Optional(Type.String({ minLength: 1 })),

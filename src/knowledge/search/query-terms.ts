@@ -2,6 +2,8 @@
  * The words of a query that keyword search looks for, chosen the same way by both engines.
  * User text never reaches either engine as syntax: each engine quotes the chosen words itself.
  */
+import { identifierGroups, identifierWords } from './identifiers.js';
+import { koreanNouns } from './korean.js';
 import { segmentWords } from './segment.js';
 
 /** Common English function words: they match nearly every passage and only add noise to BM25. */
@@ -38,16 +40,28 @@ const TOKEN = /[\p{L}\p{N}\p{Co}]+/gu;
 /**
  * The query as both engines search it: the chosen query words (distinct, stop words dropped
  * unless every word is one, at most `maxTerms`), each as the tokens the keyword indexes hold for
- * it. A word in a script without spaces ("训练数据") is cut into its segmenter words
- * (segment.ts), and so is a word a combining mark splits (Thai, Devanagari): such a group
- * matches a chunk only if all of its tokens occur there (all-of); the groups are OR-ed, as
- * words are.
+ * it, then the whole identifiers of the query (identifiers.ts) and the nouns of its Korean words
+ * with a particle (korean.ts). A word in a script without spaces
+ * ("训练数据") is cut into its segmenter words (segment.ts), and so is a word a combining mark
+ * splits (Thai, Devanagari): such a group matches a chunk only if all of its tokens occur there
+ * (all-of); the groups are OR-ed, as words are. A word inside an identifier is never a stop
+ * word (`is_valid`, `state-of-the-art`): the identifier explains nothing away.
  */
 export function queryWordGroups(text: string, maxTerms = 64): string[][] {
   const words = [...new Set(text.toLowerCase().match(QUERY_WORD) ?? [])];
-  const content = words.filter((w) => !STOP_WORDS.has(w));
-  return (content.length > 0 ? content : words)
+  const kept = identifierWords(text);
+  const content = words.filter((w) => !STOP_WORDS.has(w) || kept.has(w));
+  const groups: string[][] = (content.length > 0 ? content : words)
     .map((w) => segmentWords(w).match(TOKEN) ?? [])
-    .filter((group) => group.length > 0)
-    .slice(0, maxTerms);
+    .filter((group) => group.length > 0);
+  const seen = new Set(groups.map((g) => g.join(' ')));
+  const nouns: string[] = [];
+  koreanNouns(text, nouns);
+  for (const group of [...identifierGroups(text), ...nouns.map((noun) => [noun])]) {
+    const key = group.join(' ');
+    if (seen.has(key)) continue;
+    seen.add(key);
+    groups.push(group);
+  }
+  return groups.slice(0, maxTerms);
 }

@@ -64,7 +64,7 @@ const BMP_CLASS = new Uint8Array(0x10000);
  * Whether the code point at text[i] (`c`: its first UTF-16 unit) is a token character (letters,
  * digits, private use).
  */
-function isTokenChar(text: string, i: number, c: number): boolean {
+export function isTokenChar(text: string, i: number, c: number): boolean {
   if (c < 0x80) return (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a);
   if (c >= 0xd800 && c <= 0xdbff)
     return TOKEN_CHAR.test(String.fromCodePoint(text.codePointAt(i) ?? c));

@@ -389,12 +389,22 @@ describe('chunkMarkdown examples', () => {
       '- [Usage](#usage)',
       '- [Index](#index)',
     ].join('\n');
-    const prose = '## Usage\n\nRun it. Then wait. . . . 3 times, or more.';
-    const kinds = chunkMarkdown([toc, links, prose].join('\n\n'), {
+    // As the PDF converter writes entries: the leader as one ellipsis.
+    const pdf = [
+      '## Contents',
+      '',
+      '1 Introduction … 1',
+      '',
+      '7.1 Hash functions … 8',
+      '',
+      'Index … iv',
+    ].join('\n');
+    const prose = '## Usage\n\nRun it. Then wait. . . . 3 times, or more… 2 at most.';
+    const kinds = chunkMarkdown([toc, links, pdf, prose].join('\n\n'), {
       maxChars: 400,
       overlapChars: 0,
     }).map((c) => c.metadata.kind);
-    expect(kinds).toEqual(['toc', 'toc', undefined]);
+    expect(kinds).toEqual(['toc', 'toc', 'toc', undefined]);
   });
 
   it('assigns pages from markers and never emits a marker', () => {

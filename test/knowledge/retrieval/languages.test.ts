@@ -8,6 +8,7 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { up as segmentKeywords } from '../../../src/db/migrations/0013_segmented_keywords.js';
 import { backfill as backfillPostings } from '../../../src/db/migrations/0015_postings_and_key_generation.js';
+import { up as identifierKeywords } from '../../../src/db/migrations/0018_identifier_keywords.js';
 import { bearer, type TestApp } from '../../helpers.js';
 import { KnowledgeClient, knowledgeApp, type DocumentBody } from '../helpers.js';
 
@@ -150,6 +151,22 @@ describe('a segmented query word', () => {
   });
 });
 
+describe('Korean particles', () => {
+  it('a noun finds the words that carry it with a particle; a word with a particle finds the noun', async () => {
+    // 데이터를 (data + object particle), 모델을, 품질이 are in the Korean document only.
+    for (const query of ['데이터', '모델', '품질', '데이터가', '모델의']) {
+      for (const mode of ['keyword', 'hybrid']) {
+        const found = await hits(query, mode, 10);
+        expect(
+          found.some((h) => h.documentId === ids.ko),
+          `${query} ${mode}`,
+        ).toBe(true);
+      }
+    }
+    expect((await hits('데이터', 'keyword'))[0]?.documentId).toBe(ids.ko);
+  });
+});
+
 describe('highlights', () => {
   it('are in every mode: a semantic hit marks the query words it holds, or none', async () => {
     const semantic = await hits('quarterly revenue', 'semantic');
@@ -206,10 +223,11 @@ describe('migration 0013 on PostgreSQL', () => {
     expect(await hits('深度学习', 'keyword')).toEqual([]);
 
     // In an upgrade 0013 runs before 0015, whose backfill builds the postings from the rows 0013
-    // wrote: the same order here.
+    // wrote, and 0018 (identifier tokens) after both: the same order here.
     const migrate = async () => {
       await segmentKeywords(db as unknown as Kysely<unknown>, 'postgres');
       await backfillPostings(db as unknown as Kysely<unknown>);
+      await identifierKeywords(db as unknown as Kysely<unknown>, 'postgres');
     };
     await migrate();
     const after = await statistics();

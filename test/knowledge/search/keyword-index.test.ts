@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import fc from 'fast-check';
+import { keywordText } from '../../../src/knowledge/search/keyword-text.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SqliteDatabase } from '../../../src/db/database.js';
 import { MIGRATIONS } from '../../../src/db/migrations/index.js';
@@ -153,6 +154,32 @@ describe('Fts5Lexer', () => {
     ]);
     expect(lexer.lexemes([segmentWords('東京都に住んでいる学生です')])[0]).toContain('学生');
     expect(lexer.lexemes([segmentWords('ภาษาไทยสวยงาม')])[0]).toEqual(['ภาษา', 'ไทย', 'สวยงาม']);
+  });
+
+  it('gives FTS5 lexemes for texts with their identifier tokens (keywordText)', () => {
+    const identifiers = fc
+      .array(
+        fc.oneof(
+          english,
+          soup,
+          fc.constantFrom('_', '::', '.', '-', '--', '/', ' ', 'Set', 'XMLParser', 'y', 'é', 'A1'),
+        ),
+        { maxLength: 30 },
+      )
+      .map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(identifiers, text), { minLength: 1, maxLength: 20 }),
+        (texts) => {
+          const keyword = texts.map((x) => keywordText(x));
+          expect(lexer.lexemes(keyword)).toEqual(fts5Lexemes(keyword));
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // The joined tokens the in-process lexer reads without FTS5, `y⁂y` among them.
+    const joined = [keywordText('country-years asn1_der_decoding os.path.join x_yy_y')];
+    expect(lexer.lexemes(joined)).toEqual(fts5Lexemes(joined));
   });
 
   it('stems every suffix combination as FTS5 does', () => {

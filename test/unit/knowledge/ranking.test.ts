@@ -10,6 +10,8 @@ import {
   SENTENCE_FUSION,
   keywordEvidence,
   keywordScore,
+  PADDING_FRACTION,
+  rank,
   standOutFactor,
 } from '../../../src/knowledge/retrieval/ranking.js';
 import type { Candidate } from '../../../src/knowledge/search/chunk-store.js';
@@ -355,6 +357,75 @@ describe('fuse', () => {
     expect(keywordScore(16)).toBeCloseTo(0.55, 10);
     expect(keywordScore(0)).toBe(0.1);
     expect(keywordScore(1e300)).toBeLessThan(1);
+  });
+});
+
+type Input = typeof inputs extends fc.Arbitrary<infer T> ? T : never;
+
+describe('rank', () => {
+  const modes = fc.constantFrom<'keyword' | 'semantic' | 'hybrid'>('keyword', 'semantic', 'hybrid');
+  const ask = (mode: 'keyword' | 'semantic' | 'hybrid', input: Input, minScore?: number) =>
+    rank(
+      { mode, topK: 100, ...(minScore === undefined ? {} : { minScore }) },
+      { vector: new Float32Array(0), coverage: input.query.coverage },
+      {
+        keyword: input.keyword,
+        semantic: input.semantic,
+        cosine: input.cosine,
+        keywordMax: input.query.keywordMax,
+      },
+    );
+
+  it('drops padding only: a hit under PADDING_FRACTION of the best evidence, in every mode', () => {
+    fc.assert(
+      fc.property(inputs, modes, (input, mode) => {
+        const all = ask(mode, input, -1);
+        const kept = ask(mode, input);
+        // The kept hits are the positive hits of the full answer, in its order, minus a tail.
+        const positive = all.filter((c) => c.score > 0);
+        expect(positive.slice(0, kept.length)).toEqual(kept);
+        const strength = (c: Candidate) =>
+          mode === 'keyword'
+            ? (input.keyword.find((k) => k.chunkId === c.chunkId)?.score ?? 0)
+            : mode === 'semantic'
+              ? Math.min(1, Math.max(0, c.score))
+              : c.score;
+        const best = Math.max(0, ...positive.map(strength));
+        for (const c of positive) {
+          const isKept = kept.some((k) => k.chunkId === c.chunkId);
+          expect(isKept).toBe(strength(c) >= PADDING_FRACTION * best);
+        }
+      }),
+    );
+  });
+
+  it('keeps every hit minScore keeps when minScore is given (it overrides the padding rule)', () => {
+    fc.assert(
+      fc.property(
+        inputs,
+        modes,
+        fc.double({ min: -1, max: 0.5, noNaN: true }),
+        (input, mode, min) => {
+          const all = ask(mode, input, -1);
+          expect(ask(mode, input, min)).toEqual(all.filter((c) => c.score >= min));
+        },
+      ),
+    );
+  });
+
+  it("keeps the exact answer and drops what only resembles the query (the issue's example)", () => {
+    // A flag matched in full by two passages; three others share none of its words.
+    const keyword = [
+      { chunkId: 'flag', score: 14 },
+      { chunkId: 'mention', score: 6 },
+    ];
+    const semantic = ['a', 'b', 'c'].map((chunkId, i) => ({ chunkId, score: 0.5 - i * 0.05 }));
+    const hits = rank(
+      { mode: 'hybrid', topK: 5 },
+      { vector: new Float32Array(0), coverage: 1 },
+      { keyword, semantic, cosine: new Map(), keywordMax: 15 },
+    );
+    expect(hits.map((h) => h.chunkId)).toEqual(['flag', 'mention']);
   });
 });
 

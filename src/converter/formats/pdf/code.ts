@@ -1,10 +1,12 @@
 /**
  * Code listings: a block of monospaced lines becomes fenced code with its line breaks and
  * indentation kept (measured in the font's character width from the block's left edge) and an
- * empty line where the listing leaves a gap; a listing cut by a page break is one block. A single
- * monospaced line standing alone (a command, a path) is a listing too, as most converters fence a
- * line set apart in a code font; one that is a line of a prose paragraph (the sentence runs
- * through it) stays in the paragraph as inline code. Pure, on lines.
+ * empty line where the listing leaves a gap; a listing cut by a page break is fenced on each
+ * page, on one grid; line numbers set in a text font in front of the code are dropped (numbers
+ * in the code's own font stay, apart by their spacing: they may be a table's option values). A
+ * single monospaced line standing alone (a command, a path) is a listing too, as most converters
+ * fence a line set apart in a code font; one that is a line of a prose paragraph (the sentence
+ * runs through it) stays in the paragraph as inline code. Pure, on lines.
  */
 import { median, type Line } from './lines.js';
 
@@ -24,18 +26,32 @@ function rows(lines: readonly Line[]): Line[][] {
   return out.map((r) => r.sort((a, b) => a.x0 - b.x0));
 }
 
-/**
- * The fenced markdown of a listing's lines (in reading order); more `parts` (the same listing
- * continued on the next pages) are laid out on the first one's grid: one left edge and character
- * width, rows never merged across parts.
- */
-export function codeBlock(...parts: (readonly Line[])[]): string {
-  const lines = parts.flat();
-  // Each character is as wide as the narrowest line says (collapsed spaces only widen it).
+/** Where a listing's columns are counted from: its left edge and the font's character width. */
+export interface CodeGrid {
+  left: number;
+  char: number;
+}
+
+/** The grid of a listing's lines: each character as wide as the narrowest line says. */
+export function codeGrid(lines: readonly Line[]): CodeGrid {
+  // Collapsed spaces only widen a line's mean character.
   const widths = lines.map((l) => (l.x1 - l.x0) / Math.max(1, l.text.length));
-  const char = Math.max(0.1, Math.min(...widths));
-  const left = Math.min(...lines.map((l) => l.x0));
-  const out = parts.flatMap((part) => codeRows(part, left, char));
+  return {
+    left: Math.min(...lines.map((l) => l.x0)),
+    char: Math.max(0.1, Math.min(...widths)),
+  };
+}
+
+/**
+ * The fenced markdown of a listing's lines (in reading order), in `parts` whose rows are never
+ * merged, on `grid` (by default their own): a listing cut by a page break is fenced on each page
+ * on the grid of the whole listing, so its indentation reads the same on both.
+ */
+export function codeBlock(
+  parts: readonly (readonly Line[])[],
+  grid = codeGrid(parts.flat()),
+): string {
+  const out = parts.flatMap((part) => codeRows(part, grid.left, grid.char));
   const longest = Math.max(
     0,
     ...out.flatMap((l) => [...l.matchAll(/`+/g)].map((m) => m[0].length)),
@@ -66,6 +82,37 @@ function codeRows(lines: readonly Line[], left: number, char: number): string[] 
     out.push(text);
   });
   return out;
+}
+
+/** Line numbers of a listing: at least this many, counting up by one. */
+const MIN_NUMBERED_ROWS = 3;
+
+/** Whether `numbers` count up by one, row after row. */
+const countsUp = (numbers: readonly number[]) =>
+  numbers.length >= MIN_NUMBERED_ROWS &&
+  numbers.every((n, i) => i === 0 || n === (numbers[i - 1] ?? 0) + 1);
+
+/**
+ * The lines of a page that are a listing's line numbers set apart from its code (their own text
+ * runs, often in a text font): a lone number with a monospaced line on its baseline just to its
+ * right, among at least three such that count up by one.
+ */
+export function lineNumberLines(lines: readonly Line[]): Set<Line> {
+  const candidates = lines
+    .filter(
+      (n) =>
+        /^\d{1,5}$/.test(n.text) &&
+        lines.some(
+          (c) =>
+            c !== n &&
+            isCode(c) &&
+            Math.abs(c.y - n.y) <= 0.3 * n.size &&
+            c.x0 > n.x1 &&
+            c.x0 - n.x1 < 4 * n.size,
+        ),
+    )
+    .sort((a, b) => b.y - a.y);
+  return countsUp(candidates.map((l) => Number(l.text))) ? new Set(candidates) : new Set();
 }
 
 /** `text` as a markdown code span (its fence longer than any backtick run inside). */

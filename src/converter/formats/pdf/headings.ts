@@ -2,10 +2,11 @@
  * Headings of a PDF without an outline, from what its own text shows: the font sizes above the
  * body's that the document uses for short, separate blocks (never for paragraphs), and the fonts
  * at body size (bold) used for whole, separate lines only. Both are learnt from the document's
- * own distribution, not a fixed ratio. Table-of-contents and index lines are never headings.
+ * own distribution, not a fixed ratio. Table-of-contents and index lines, and the prototypes of
+ * a reference's definitions, are never headings.
  * Pure, on lines; `layout.ts` applies it.
  */
-import { topDown, type Line } from './lines.js';
+import { isDefinition, topDown, type Line } from './lines.js';
 import { isIndexEntry, isTocEntry } from './structure.js';
 
 /** What the document sets its headings in. */
@@ -47,6 +48,48 @@ export function contentsLines(lines: readonly Line[]): Set<Line> {
         (tocPage && TRAILING_NUMBER.test(l.text) && aligned(l)),
     ),
   );
+}
+
+/** How many more `(` than `)` a text has: an argument list still open. */
+const openParens = (text: string) =>
+  (text.match(/\(/g)?.length ?? 0) - (text.match(/\)/g)?.length ?? 0);
+
+/**
+ * The lines of a page that are a definition's header: its first line, which ends in the category
+ * tag (Texinfo's `int asn1_create_element (…) [Function]`, often set larger than the text), and
+ * the lines its open argument list wraps onto (indented under it, same size, at line spacing). A
+ * prototype is what a reference documents, not a title over it: it never becomes a heading.
+ */
+export function definitionLines(lines: readonly Line[]): Set<Line> {
+  const found = new Set<Line>();
+  if (!lines.some(isDefinition)) return found; // most pages: no sort needed
+  let head: Line | undefined;
+  let prev: Line | undefined;
+  let open = 0;
+  for (const l of [...lines].sort(topDown)) {
+    if (isDefinition(l)) {
+      [head, open] = [l, openParens(l.text)];
+      found.add(l);
+    } else if (
+      head !== undefined &&
+      prev !== undefined &&
+      found.has(prev) &&
+      open > 0 &&
+      l.x0 > head.x0 + l.size &&
+      Math.abs(l.size - head.size) <= 0.05 * head.size &&
+      prev.y - l.y <= 1.6 * l.size
+    ) {
+      open += openParens(l.text);
+      found.add(l);
+    } else head = undefined;
+    prev = l;
+  }
+  return found;
+}
+
+/** The lines of a page that are never headings: contents and index entries, definitions. */
+export function neverTitles(lines: readonly Line[]): Set<Line> {
+  return new Set([...contentsLines(lines), ...definitionLines(lines)]);
 }
 
 /** Blocks of consecutive lines in one style: how long they run and how they end. */
@@ -99,6 +142,7 @@ const headingLike = (u: Usage, maxLines: number) =>
 /** Learns the document's heading sizes and fonts from all its text pages. */
 export function learnHeadingStyles(pages: readonly Line[][], body: number): HeadingStyles {
   const plain = pages.map((lines) => {
+    // Definitions stay in: their sizes and fonts are the document's, only never a heading.
     const toc = contentsLines(lines);
     return lines.filter((l) => !toc.has(l) && l.mono !== true && hasTitleLetters(l.text));
   });

@@ -1,25 +1,44 @@
 /**
  * A PDF's pages of lines → markdown. Pure, like `lines.ts`: running headers and footers are
- * dropped across pages, and printed page numbers; headings come from font size against the body
- * text, or from a section number (`3.1 …`, structure.ts); a title wrapped over lines is one
- * heading; table-of-contents and index entries (dot leaders) are never headings and keep a line
- * each; paragraphs come from line spacing, indents and bullets, with line-end hyphenation repaired.
+ * dropped across pages, and printed page numbers; headings come from the outline, else from font
+ * size against the body text, or from a section number (`3.1 …`, structure.ts), in a style the
+ * outline's titles use when there is one; a title wrapped over lines is one heading;
+ * table-of-contents and index entries (dot leaders) and definitions' prototypes are never
+ * headings; paragraphs come from line spacing, indents and bullets, with line-end hyphenation
+ * repaired; text cut by a page break stays on the page it is printed on.
  */
 import { escapeParagraph, joinLines } from '../paragraphs.js';
-import { codeBlock, inlineCode, isCode, outsideCode, proseCodeLines } from './code.js';
+import {
+  codeBlock,
+  codeGrid,
+  inlineCode,
+  isCode,
+  lineNumberLines,
+  outsideCode,
+  proseCodeLines,
+} from './code.js';
 import {
   contentsLines,
+  definitionLines,
   fontTitles,
   learnHeadingStyles,
+  neverTitles,
   sizeKey,
   sizeLevel,
   type HeadingStyles,
 } from './headings.js';
 import { isDefinition, median, readingOrder, topDown, type Line } from './lines.js';
 import { extractTables } from './tables.js';
-import { combineAccents, escapeMarkup, keepsHyphen, vocabulary } from './text-fixes.js';
-import { outlineHeadings, type OutlineEntry } from './outline.js';
-import { dropPageNumbers, NumberedLevels, sectionDepth, tocEntry } from './structure.js';
+import { escapeMarkup, fixLineText, keepsHyphen, vocabulary } from './text-fixes.js';
+import {
+  inOutlineStyle,
+  outlineHeadings,
+  outlineStyles,
+  type OutlineEntry,
+  type OutlineHeading,
+  type OutlineStyles,
+} from './outline.js';
+import { dropPageNumbers, NumberedLevels, sectionDepth, tagLast, tocEntry } from './structure.js';
 
 /** Running headers and footers are set no larger than body size × this. */
 const HEADING_RATIO = 1.2;
@@ -132,6 +151,8 @@ interface DocumentRules {
   styles: HeadingStyles;
   numbered: NumberedLevels;
   words: ReadonlySet<string>;
+  /** The styles of the outline's titles (outline.ts); undefined without an outline. */
+  outlineStyle: OutlineStyles | undefined;
 }
 
 /** A paragraph's markdown from its (unescaped) text. */
@@ -140,21 +161,23 @@ const paragraph = (text: string) => escapeParagraph(outsideCode(text, escapeMark
 /** One page's lines → markdown blocks. */
 function pageBlocks(
   lines: readonly Line[],
-  { body, styles, numbered, words }: DocumentRules,
-  entries: readonly OutlineEntry[] = [],
+  { body, styles, numbered, words, outlineStyle }: DocumentRules,
+  outline: ReadonlyMap<Line, OutlineHeading>,
 ): Block[] {
-  const outline = outlineHeadings(lines, entries);
   const gaps = lines.flatMap((l, i) => {
     const gap = (lines[i - 1]?.y ?? Infinity) - l.y;
     return gap > 0.8 * body && gap < 3 * body ? [gap] : [];
   });
   const leading = median(gaps) ?? 1.2 * body;
   const contents = contentsLines(lines);
+  const definitions = definitionLines(lines);
+  // Contents entries and definitions' prototypes: never headings, whatever their size.
+  const never = definitions.size === 0 ? contents : new Set([...contents, ...definitions]);
   // Monospaced lines of prose paragraphs: inline code in them, not listings.
   const inline = proseCodeLines(lines, leading);
   const code = (l: Line) => isCode(l) && !inline.has(l);
-  const titles = numberedTitles(lines, body, leading, contents);
-  const bold = fontTitles(lines, styles, body, leading, contents);
+  const titles = numberedTitles(lines, body, leading, never);
+  const bold = fontTitles(lines, styles, body, leading, never);
   const fontLevel = (l: Line) => (l.font === undefined ? 0 : (styles.fonts.get(l.font) ?? 0));
   // Asked several times per line by the paragraph rules: worked out once.
   const levels = new Map<Line, number>();
@@ -163,9 +186,11 @@ function pageBlocks(
     if (h === undefined) {
       h =
         outline.get(l)?.level ??
-        (titles.has(l)
-          ? numbered.level(sectionDepth(l.text))
-          : sizeLevel(l, styles, contents) || (bold.has(l) ? fontLevel(l) : 0));
+        (!inOutlineStyle(l, outlineStyle)
+          ? 0
+          : titles.has(l)
+            ? numbered.level(sectionDepth(l.text))
+            : sizeLevel(l, styles, never) || (bold.has(l) ? fontLevel(l) : 0));
       levels.set(l, h);
     }
     return h;
@@ -176,12 +201,13 @@ function pageBlocks(
     const [first, last] = [para[0], para.at(-1)];
     if (first === undefined || last === undefined) return;
     const h = level(first);
-    const text = joinLines(
+    const joinedText = joinLines(
       para.map((l) => (inline.has(l) ? inlineCode(l.text) : l.text)),
       (head, tail) => keepsHyphen(words, head, tail),
     );
+    const text = definitions.has(first) ? tagLast(joinedText) : joinedText;
     if (first.table !== undefined) blocks.push({ md: first.table });
-    else if (h === 0 && code(first)) blocks.push({ md: codeBlock(para), code: [para] });
+    else if (h === 0 && code(first)) blocks.push({ md: codeBlock([para]), code: [para] });
     else if (contents.has(first) && !outline.has(first))
       blocks.push({ md: escapeParagraph(tocEntry(escapeMarkup(text))) });
     else if (h > 0 && text.length <= 200)
@@ -190,7 +216,7 @@ function pageBlocks(
     else blocks.push({ md: paragraph(text), para: { text, first, last } });
     para = [];
   };
-  const rules = { body, leading, titles, level, contents, code };
+  const rules = { body, leading, titles, level, contents, code, definitions };
   for (const line of lines) {
     const [first, prev] = [para[0], para.at(-1)];
     if (first !== undefined && prev !== undefined) {
@@ -219,6 +245,8 @@ interface ParagraphRules {
   contents: ReadonlySet<Line>;
   /** Whether a line belongs to a listing. */
   code: (l: Line) => boolean;
+  /** A definition's prototype lines (headings.ts): one block of their own. */
+  definitions: ReadonlySet<Line>;
 }
 
 /**
@@ -242,11 +270,14 @@ function endsParagraph(
   para: readonly Line[],
   prev: Line,
   line: Line,
-  { body, leading, titles, level, contents, code }: ParagraphRules,
+  { body, leading, titles, level, contents, code, definitions }: ParagraphRules,
 ): boolean {
   const first = para[0];
   if (first === undefined) return false;
   const gap = prev.y - line.y;
+  // A prototype wrapped over lines is one block, its description another.
+  if (definitions.has(prev) || definitions.has(line))
+    return !definitions.has(prev) || !definitions.has(line) || isDefinition(line);
   // A listing goes on while lines are monospaced, whatever their indents; a gap of a few lines
   // inside it is kept as an empty line.
   if (code(prev) || code(line))
@@ -280,40 +311,67 @@ function endsParagraph(
   );
 }
 
-/** `tail` (a page's last block) and `head` (the next page's first) as one block, if they are. */
-function joined(tail: Block, head: Block, words: ReadonlySet<string>): Block | undefined {
-  if (tail.code !== undefined && head.code !== undefined) {
-    const parts = [...tail.code, ...head.code];
-    return { md: codeBlock(...parts), code: parts };
-  }
+/**
+ * A paragraph cut by a page break whose last word on the first page is split by a hyphen
+ * (`organi-` | `zation …`): the word is joined on the first page, the rest stays on the next.
+ * Undefined when the blocks are not one paragraph so cut.
+ */
+function splitWord(
+  tail: Block,
+  head: Block,
+  words: ReadonlySet<string>,
+): [Block, Block?] | undefined {
   const [last, first] = [tail.para, head.para];
-  if (last === undefined || first === undefined) return undefined;
+  if (last === undefined || first === undefined || !/\p{L}-$/u.test(last.text)) return undefined;
   if (!continues(last.last, first.first, () => true)) return undefined;
-  const text = joinLines([last.text, first.text], (h, t) => keepsHyphen(words, h, t));
-  return { md: paragraph(text), para: { text, first: last.first, last: first.last } };
+  const [, word = '', rest = ''] = /^(\S+)\s*([\s\S]*)$/.exec(first.text) ?? [];
+  const text = joinLines([last.text, word], (h, t) => keepsHyphen(words, h, t));
+  const joinedTail = { md: paragraph(text), para: { ...last, text } };
+  return rest === ''
+    ? [joinedTail]
+    : [joinedTail, { md: paragraph(rest), para: { ...first, text: rest } }];
 }
 
 /**
- * Joins a paragraph or a code listing that runs from the foot of one page onto the next: the
- * first page keeps it whole, the next page starts after it (a page the listing fills goes on to
- * the one after).
+ * Text that runs from the foot of one page onto the next stays on the page it is printed on (a
+ * chunk cites its page; joined onto the first page, the next came out empty): a word split by a
+ * hyphen at the break is joined on the first page, and a listing's parts, fenced on each page,
+ * share the grid of the whole listing.
  */
 function joinAcrossPages(pages: (Block[] | string)[], words: ReadonlySet<string>): void {
   let previous: Block[] | undefined;
+  let listing: Block[] = [];
+  const endListing = () => {
+    if (listing.length > 1) {
+      const grid = codeGrid(listing.flatMap((b) => b.code ?? []).flat());
+      for (const b of listing) b.md = codeBlock(b.code ?? [], grid);
+    }
+    listing = [];
+  };
   for (const blocks of pages) {
     if (typeof blocks === 'string') {
+      endListing();
       previous = undefined;
       continue;
     }
     const [tail, head] = [previous?.at(-1), blocks[0]];
-    const block = tail === undefined || head === undefined ? undefined : joined(tail, head, words);
-    if (previous !== undefined && block !== undefined) {
-      previous[previous.length - 1] = block;
-      blocks.shift();
-      if (blocks.length === 0) continue; // all of it went on the page before
+    if (tail?.code !== undefined && head?.code !== undefined) {
+      if (listing.at(-1) !== tail) {
+        endListing();
+        listing.push(tail);
+      }
+      listing.push(head);
+    } else endListing();
+    const split =
+      tail === undefined || head === undefined ? undefined : splitWord(tail, head, words);
+    if (previous !== undefined && split !== undefined) {
+      previous[previous.length - 1] = split[0];
+      if (split[1] === undefined) blocks.shift();
+      else blocks[0] = split[1];
     }
     previous = blocks;
   }
+  endListing();
 }
 
 /** Markdown of every page, with the text-layer pages laid out against each other. */
@@ -322,9 +380,14 @@ export function layoutPages(pages: readonly PageContent[]): string[] {
   const body = bodySize(textPages);
   const kept = dropRepeated(textPages, body)
     .map(dropPageNumbers)
+    .map((lines) => {
+      // A listing's line numbers set apart from its code: its margin, not its text.
+      const numbers = lineNumberLines(lines);
+      return numbers.size === 0 ? lines : lines.filter((l) => !numbers.has(l));
+    })
     .map((lines) =>
       lines.map((l) => {
-        const text = combineAccents(l.text);
+        const text = fixLineText(l.text, l.mono === true);
         return text === l.text ? l : { ...l, text };
       }),
     );
@@ -332,19 +395,27 @@ export function layoutPages(pages: readonly PageContent[]): string[] {
   const styles = learnHeadingStyles(kept, body);
   const numbered = new NumberedLevels();
   for (const lines of kept) {
-    const contents = contentsLines(lines);
+    const never = neverTitles(lines);
     for (const l of lines) {
-      const level = sizeLevel(l, styles, contents);
+      const level = sizeLevel(l, styles, never);
       if (level > 0) numbered.learn(l.text, level);
     }
   }
-  const rules = { body, styles, numbered, words };
+  // Each page in reading order with its outline titles found, before any is laid out: the
+  // styles of all the titles decide which other lines may be headings.
   let next = 0;
-  const laid = pages.map((p) =>
-    p.kind === 'ocr'
-      ? p.markdown
-      : pageBlocks(readingOrder(extractTables(kept[next++] ?? [])), rules, p.outline),
-  );
+  const ordered = pages.map((p) => {
+    if (p.kind === 'ocr') return undefined;
+    const lines = readingOrder(extractTables(kept[next++] ?? []));
+    return { lines, outline: outlineHeadings(lines, p.outline ?? []) };
+  });
+  const titles = ordered.flatMap((o) => (o === undefined ? [] : [...o.outline.keys()]));
+  const rules = { body, styles, numbered, words, outlineStyle: outlineStyles(titles) };
+  const laid = pages.map((p, i): Block[] | string => {
+    const page = ordered[i];
+    if (p.kind === 'ocr') return p.markdown;
+    return page === undefined ? [] : pageBlocks(page.lines, rules, page.outline);
+  });
   joinAcrossPages(laid, words);
   return laid.map((p) => (typeof p === 'string' ? p : p.map((b) => b.md).join('\n\n')));
 }

@@ -2,6 +2,7 @@
  * A PDF page's text runs → lines → reading order. Pure: plain objects in and out, no pdf.js
  * (`../pdf.ts` turns pdf.js text items into TextRuns), so the rules are tested on hand-made runs.
  */
+import { fixRunText } from './text-fixes.js';
 
 /** Above this many lines on a page reading order is a plain sort (XY-cut is quadratic). */
 const MAX_XY_CUT_LINES = 1500;
@@ -45,8 +46,11 @@ export interface Line {
 export const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1];
 /** Top of the page first, then left to right. */
 export const topDown = (a: Line, b: Line) => b.y - a.y || a.x0 - b.x0;
-/** How many letters and digits `text` has. */
-export const letters = (text: string) => text.match(/[\p{L}\p{N}]/gu)?.length ?? 0;
+/**
+ * How many letters and digits `text` has (what is left once the rest is removed: a match list
+ * was an array entry per letter, 1 % of a manual's conversion).
+ */
+export const letters = (text: string) => text.replace(/[^\p{L}\p{N}]+/gu, '').length;
 
 /**
  * Whether a wide gap on a row is a gutter (columns, table cells) rather than the stretched word
@@ -84,6 +88,29 @@ function isGutter(
 }
 
 /**
+ * Whether a gap on a row that ends at `to` is a column's left edge: a row close above or below
+ * has a wide gap (1.5 em or more) ending at the same place. Table cells line up so, however long
+ * the cell before the gap (and a table header under a paragraph has the paragraph's lines across
+ * its gaps, which isGutter would count against it); the stretched word spaces of justified lines
+ * do not.
+ */
+function isColumnEdge(rows: readonly Line[][], r: number, to: number, size: number): boolean {
+  const y = rows[r]?.[0]?.y ?? 0;
+  for (let k = Math.max(0, r - 2); k <= Math.min(rows.length - 1, r + 2); k++) {
+    const other = rows[k];
+    if (k === r || other === undefined || Math.abs((other[0]?.y ?? 0) - y) > 3 * size) continue;
+    const edge = other.some(
+      (run, i) =>
+        i > 0 &&
+        Math.abs(run.x0 - to) <= 0.15 * size &&
+        run.x0 - (other[i - 1]?.x1 ?? -Infinity) > 1.5 * size,
+    );
+    if (edge) return true;
+  }
+  return false;
+}
+
+/**
  * A definition's category set flush right on its first line (Texinfo's `[Function]`, `[Macro]`):
  * part of that line, though the tags of a run of definitions line up like a narrow column.
  */
@@ -100,7 +127,7 @@ export function toLines(items: readonly TextRun[]): Line[] {
   const runs = items
     .filter((item) => item.str.trim() !== '')
     .map((item): Line => ({
-      text: item.str,
+      text: fixRunText(item.str),
       x0: item.x,
       x1: item.x + item.width,
       y: item.y,
@@ -123,9 +150,10 @@ export function toLines(items: readonly TextRun[]): Line[] {
   const lines: Line[] = [];
   rows.forEach((runsOfRow, r) => {
     let line: Line | undefined;
-    for (const run of runsOfRow) {
+    for (const [i, run] of runsOfRow.entries()) {
       const gap = line === undefined ? 0 : run.x0 - line.x1;
-      // Wider than 3 em is never a word space; between 1.5 and 3 em the neighbours decide.
+      // Wider than 3 em is never a word space; between 1.5 and 3 em the neighbours decide; from
+      // 1 em, a column edge the rows around share (a table's long cell ends short of the next).
       // The smaller size decides: a letter heading of an index beside an entry of the other column.
       const size = Math.min(line?.size ?? run.size, run.size);
       // A code listing's aligned comment is no column: monospaced text splits only far apart.
@@ -134,9 +162,14 @@ export function toLines(items: readonly TextRun[]): Line[] {
         line === undefined ||
         (code
           ? gap > 8 * size
-          : gap > 1.5 * size &&
-            (gap > 3 * size || isGutter(rows, r, line.x1, run.x0, size)) &&
-            !(run === runsOfRow.at(-1) && DEFINITION_TAG.test(run.text)))
+          : ((gap > 1.5 * size && (gap > 3 * size || isGutter(rows, r, line.x1, run.x0, size))) ||
+              (gap > size && isColumnEdge(rows, r, run.x0, size))) &&
+            !(run === runsOfRow.at(-1) && DEFINITION_TAG.test(run.text))) ||
+        // A listing's line number in a text font, then the rest of the row in code: two lines
+        // (code.ts drops the number). `7 LaTeX usage`, a title with a logo font, goes on.
+        (line.mono !== true &&
+          /^\d{1,5}$/.test(line.text) &&
+          runsOfRow.slice(i).every((next) => next.mono === true))
       ) {
         line = { ...run };
         lines.push(line);
@@ -170,7 +203,8 @@ export function toLines(items: readonly TextRun[]): Line[] {
 export function hasUsableText(lines: readonly Line[]): boolean {
   const text = lines.map((l) => l.text).join(' ');
   const junk = text.match(/[\uFFFD\p{Co}]/gu)?.length ?? 0;
-  return letters(text) >= MIN_TEXT_CHARS && junk <= letters(text) / 10;
+  const count = letters(text);
+  return count >= MIN_TEXT_CHARS && junk <= count / 10;
 }
 
 /** The widest gap between parts of `lines` along one axis, splitting them in two. */

@@ -1,8 +1,10 @@
 /**
  * Headings from the PDF's outline (bookmarks): an entry's title found on its destination page
- * becomes a heading of the entry's level. Pure: `../pdf.ts` reads the outline with pdf.js and
+ * becomes a heading of the entry's level, and the styles those titles are set in are the only
+ * ones other lines may be headings in. Pure: `../pdf.ts` reads the outline with pdf.js and
  * hands over plain entries; the lines are the page's, in reading order.
  */
+import { sizeKey } from './headings.js';
 import type { Line } from './lines.js';
 
 /** One outline entry: its title, depth (1 = top) and the page (1-based) it points to. */
@@ -89,4 +91,39 @@ export function entriesByPage(entries: readonly OutlineEntry[]): Map<number, Out
   const pages = new Map<number, OutlineEntry[]>();
   for (const e of entries) pages.set(e.page, [...(pages.get(e.page) ?? []), e]);
   return pages;
+}
+
+/**
+ * The styles an outline's titles are set in, where they were found: each title's size (`sizeKey`)
+ * with its font (one font at two sizes is two styles: a section title and a subheading), and the
+ * sizes alone (for a line of mixed fonts).
+ */
+export interface OutlineStyles {
+  styles: ReadonlySet<string>;
+  sizes: ReadonlySet<number>;
+}
+
+const styleKey = (l: Line) => `${sizeKey(l.size)}:${l.font ?? ''}`;
+
+/** The styles of the lines that are outline titles; undefined when none was found. */
+export function outlineStyles(titles: readonly Line[]): OutlineStyles | undefined {
+  if (titles.length === 0) return undefined;
+  return {
+    styles: new Set(titles.map(styleKey)),
+    sizes: new Set(titles.map((l) => sizeKey(l.size))),
+  };
+}
+
+/**
+ * Whether a line is set in a style of the outline's titles (any line is, without an outline; a
+ * line of mixed fonts, in a title's size). Where the author listed the headings, a larger or
+ * bolder style that no listed heading uses is emphasis, not a heading (Texinfo's `@subheading`
+ * over each function of a reference, the title page's lines): only the outline's own styles
+ * are evidence.
+ */
+export function inOutlineStyle(l: Line, outline: OutlineStyles | undefined): boolean {
+  if (outline === undefined) return true;
+  return l.font === undefined
+    ? outline.sizes.has(sizeKey(l.size))
+    : outline.styles.has(styleKey(l));
 }

@@ -27,7 +27,7 @@ export function dropPageNumbers(lines: readonly Line[]): Line[] {
 }
 
 /** Four or more leader dots, then (at the end, or before a stray letter) a page number or nothing. */
-const LEADER = /(?:\.\s?){4,}\s*(?:(?:\d{1,5}|[ivxlc]{1,7})\b.{0,3})?$/i;
+const LEADER = /(?:[.·…]\s?){4,}\s*(?:(?:\d{1,5}|[ivxlc]{1,7})\b.{0,3})?$/iu;
 
 /** A table-of-contents or index entry: a title, a dot leader, a page number. */
 export function isTocEntry(text: string): boolean {
@@ -42,9 +42,24 @@ export function isIndexEntry(text: string): boolean {
   return INDEX_ENTRY.test(text);
 }
 
-/** A TOC entry with its leader shortened: `7.1 Hash functions . . . . 8`. */
+/**
+ * A TOC entry with its leader as one ellipsis: `7.1 Hash functions … 8`. The dots are no words to
+ * search or embed (a contents page was half dots); the title and page number are, and the one `…`
+ * still tells the chunker the line is an entry (chunk-sections.ts marks such chunks 'toc').
+ */
 export function tocEntry(text: string): string {
-  return text.replace(/\s*(?:\.\s?){4,}\s*/, ' . . . . ').trim();
+  return text.replace(/\s*(?:[.·…]\s?){4,}\s*/u, ' … ').trim();
+}
+
+/**
+ * A definition's prototype with its category tag at the end, where a wrapped prototype printed it
+ * at the end of its first line: `int f (int a, [Function] char *b)` → `int f (int a, char *b)
+ * [Function]`.
+ */
+export function tagLast(text: string): string {
+  const m = / (\[\p{L}[\p{L} -]{0,30}\])(?= \S)/u.exec(text);
+  if (m === null) return text;
+  return `${text.slice(0, m.index)}${text.slice(m.index + m[0].length)} ${m[1] ?? ''}`;
 }
 
 /**

@@ -19,7 +19,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { sliceTurn } from '../../../event-loop-turns.js';
 import type { IndexCommit, NewChunk } from '../chunk-store.js';
 import { checkAlsoVectors, markIndexedSql } from '../chunk-store.js';
-import { segmentWords } from '../segment.js';
+import { keywordText } from '../keyword-text.js';
 import { sharedLexer } from './keyword/fts5-lexer.js';
 import {
   STAGED_PREFIX,
@@ -214,7 +214,7 @@ export class SqliteChunkWrites {
     return {
       vectors,
       keyword: () => {
-        const name = sharedLexer().tokenize([segmentWords(doc.name)])[0] ?? new Int32Array(0);
+        const name = sharedLexer().tokenize([keywordText(doc.name)])[0] ?? new Int32Array(0);
         const texts = tokenizeChunksNow(chunks);
         return chunks.map((c, i) => ({
           rowid: rowids.keyword[i] ?? 0,
@@ -254,9 +254,9 @@ export class SqliteChunkWrites {
       );
     const own = { rowids: [] as number[], vectors: chunks.map((c) => c.vector) };
     const rowids: Rowids = { keyword: [], vectors: new Map([[table, own]]) };
-    // The keyword columns hold the text with word boundaries in CJK and Thai runs (segment.ts);
-    // the chunk row keeps the text as it is.
-    const ftsName = segmentWords(doc.name);
+    // The keyword columns hold the text with word boundaries in CJK and Thai runs (segment.ts)
+    // and its identifiers whole (identifiers.ts); the chunk row keeps the text as it is.
+    const ftsName = keywordText(doc.name);
     for (const c of chunks) {
       // The keyword row first: the chunk records its rowid (the FTS table's columns are not indexed).
       const ftsRowid = Number(
@@ -264,8 +264,8 @@ export class SqliteChunkWrites {
           c.id,
           commit.documentId,
           ftsName,
-          segmentWords(c.sectionPath),
-          segmentWords(c.content),
+          keywordText(c.sectionPath, 'path'),
+          keywordText(c.content),
         ).lastInsertRowid,
       );
       insertChunk.run(

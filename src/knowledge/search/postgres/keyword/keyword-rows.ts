@@ -70,7 +70,7 @@ export async function keywordRows(
   for (let from = 0; from < chunks.length; from += KEYWORD_SLICE) {
     if (from > 0) await sliceTurn(); // requests waiting for a turn go first (event-loop-turns.ts)
     const slice = chunks.slice(from, from + KEYWORD_SLICE);
-    const sectionWords = slice.map((c) => indexWords(c.sectionPath));
+    const sectionWords = slice.map((c) => indexWords(c.sectionPath, 'path'));
     const contentWords = slice.map((c) => indexWords(c.content));
     const stem = await stemmer.lexemes(client, [nameWords, ...sectionWords, ...contentWords]);
     for (let i = 0; i < slice.length; i++) {

@@ -5,7 +5,7 @@
  */
 import type { PoolClient } from 'pg';
 import { queryWordGroups } from '../../query-terms.js';
-import { segmentWords } from '../../segment.js';
+import { keywordText } from '../../keyword-text.js';
 
 /**
  * The stemmer (a dictionary of the migration): Snowball's Porter stemmer, the algorithm of FTS5's
@@ -43,13 +43,14 @@ const LATIN_MARKS = /(\p{Script=Latin})\p{Mn}+/gu;
  * index is built from these words joined by spaces, so PostgreSQL's parser never sees
  * punctuation (it would keep `foo@bar.com` or `/usr/bin` as one token where FTS5 splits them).
  */
-export function indexWords(text: string): string[] {
-  // Runs of CJK and Thai cut into words first, as on SQLite (segment.ts).
-  const folded = segmentWords(text)
-    .toLowerCase()
-    .normalize('NFD')
-    .replace(LATIN_MARKS, '$1')
-    .normalize('NFC');
+export function indexWords(text: string, where: 'text' | 'path' = 'text'): string[] {
+  // The text as SQLite's keyword columns hold it: CJK and Thai cut into words, identifiers whole.
+  return foldWords(keywordText(text, where));
+}
+
+/** The words of a text already in keyword form, folded as unicode61 folds them. */
+function foldWords(text: string): string[] {
+  const folded = text.toLowerCase().normalize('NFD').replace(LATIN_MARKS, '$1').normalize('NFC');
   return folded.match(WORD) ?? [];
 }
 
@@ -61,7 +62,7 @@ export function indexWords(text: string): string[] {
  */
 export function keywordQueryWords(text: string, maxTerms = 64): string[][] {
   return queryWordGroups(text, maxTerms)
-    .map((group) => group.flatMap((w) => indexWords(w)))
+    .map((group) => group.flatMap((w) => foldWords(w)))
     .filter((group) => group.length > 0 && group.every(fitsTsvector));
 }
 

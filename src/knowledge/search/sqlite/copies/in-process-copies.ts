@@ -11,7 +11,7 @@
  * the copy's generation.
  */
 import type { NewChunk } from '../../chunk-store.js';
-import { segmentWords } from '../../segment.js';
+import { keywordText } from '../../keyword-text.js';
 import { sharedLexer } from '../keyword/fts5-lexer.js';
 import { KeywordIndex, type KeywordRow } from '../keyword/keyword-index.js';
 import type { Statements } from '../statements.js';
@@ -64,9 +64,9 @@ const NONE = new Int32Array(0);
 
 /** The section path and content lexemes of each chunk, in one lexer batch. */
 export function tokenizeChunksNow(chunks: readonly NewChunk[]): ChunkLexemes[] {
-  // The text FTS5 holds: segmented (segment.ts), as the commit wrote it.
+  // The text FTS5 holds (identifiers.ts keywordText), as the commit wrote it.
   const ids = sharedLexer().tokenize(
-    chunks.flatMap((c) => [segmentWords(c.sectionPath), segmentWords(c.content)]),
+    chunks.flatMap((c) => [keywordText(c.sectionPath, 'path'), keywordText(c.content)]),
   );
   return chunks.map((_, i) => [ids[2 * i] ?? NONE, ids[2 * i + 1] ?? NONE]);
 }

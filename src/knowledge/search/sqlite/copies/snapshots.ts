@@ -15,6 +15,7 @@ import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { FTS5_TOKENIZE, type Fts5Lexer } from '../keyword/fts5-lexer.js';
+import { KEYWORD_TEXT } from '../../keyword-text.js';
 import { KeywordIndex, type KeywordState } from '../keyword/keyword-index.js';
 import { SkipEntriesError, type SavedSkips } from '../keyword/posting-skips.js';
 import type { GraphState } from '../vector/ann-graph.js';
@@ -34,6 +35,8 @@ import {
   type VectorState,
 } from '../vector/vector-index.js';
 
+/** What the keyword copy was made from: FTS5's tokenizer over keywordText's text. */
+const SNAPSHOT_TOKENIZER = `${FTS5_TOKENIZE}; ${KEYWORD_TEXT}`;
 /**
  * Bumped when the layout of a snapshot changes: older files are rebuilt. 2: keyword postings as
  * bytes (keyword-postings.ts) instead of Int32 rows and Uint16 counts. 3: the lists in one arena
@@ -111,7 +114,7 @@ export class SnapshotFiles {
     const meta = snapshot.meta as Partial<Meta>;
     if (meta.format !== SNAPSHOT_FORMAT || meta.kind !== kind) return { why: 'another format' };
     if (meta.database !== this.identity()) return { why: 'another database' };
-    if (meta.tokenizer !== FTS5_TOKENIZE) return { why: 'another tokenizer' };
+    if (meta.tokenizer !== SNAPSHOT_TOKENIZER) return { why: 'another tokenizer' };
     const at = meta.generation;
     if (typeof at !== 'number' || at > generation) return { why: 'ahead of the database' };
     return { snapshot, generation: at };
@@ -188,7 +191,7 @@ export class SnapshotFiles {
     const full: Meta = {
       format: SNAPSHOT_FORMAT,
       database: this.identity(),
-      tokenizer: FTS5_TOKENIZE,
+      tokenizer: SNAPSHOT_TOKENIZER,
       kind,
       ...meta,
     };

@@ -14,6 +14,7 @@
  */
 import Database from 'better-sqlite3';
 import { stemmer } from 'stemmer';
+import { DEFINED, JOINER } from '../../identifiers.js';
 import { LexemeTable } from './lexeme-table.js';
 
 /** The tokenizer of `knowledge_chunks_fts` (migration 0002). */
@@ -23,12 +24,26 @@ export const FTS5_TOKENIZE = 'porter unicode61 remove_diacritics 2';
 const RUN = /[0-9A-Za-z\u0080-\u{10ffff}]+/gu;
 const NON_ASCII = /[\u0080-\u{10ffff}]/u;
 
+/** identifiers.ts's marks, token characters inside whole identifiers. */
+const JOINER_CODE = JOINER.charCodeAt(0);
+const DEFINED_CODE = DEFINED.charCodeAt(0);
+
 /** ASCII letters and digits (the other ASCII characters separate tokens). */
 const isAlnum = (c: number) =>
   (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
 
-/** Whether a text (or run) has a part that FTS5 itself must tokenize. */
-const askFts5 = (text: string) => NON_ASCII.test(text) || /yy/i.test(text);
+/** A non-ASCII character other than the two marks of identifier tokens (JOINER, DEFINED). */
+const OTHER_THAN_JOINED = /[\u0080-\uDFFF\uE002-\u{10ffff}]/u;
+/** A joined run not ended by a mark: FTS5's stemmer may change its end. */
+const OPEN_JOINED = /[\uE000\uE001][0-9A-Za-z]+(?![0-9A-Za-z\uE000\uE001])/;
+
+/**
+ * Whether a text (or run) has a part that FTS5 itself must tokenize: non-ASCII text, except
+ * identifier tokens (ASCII joined and ended by the joiner, identifiers.ts), and `yy`.
+ */
+const askFts5 = (text: string) =>
+  (NON_ASCII.test(text) && (OTHER_THAN_JOINED.test(text) || OPEN_JOINED.test(text))) ||
+  /yy/i.test(text);
 
 /** FTS5's porter tokenizer stems tokens of 3 to 64 bytes and passes the others through. */
 function stemAscii(word: string): string {
@@ -169,6 +184,20 @@ export class Fts5Lexer {
     return id;
   }
 
+  /**
+   * The lexeme id of text[start, end): ASCII letters and digits joined and ended by a mark (JOINER, DEFINED). FTS5
+   * lower-cases it and its stemmer leaves it whole (no suffix rule ends in the joiner).
+   */
+  private joinedId(text: string, start: number, end: number, hash: number): number {
+    let id = this.words.get(text, start, end, hash);
+    if (id === -1) {
+      const word = text.slice(start, end).toLowerCase();
+      id = this.intern(word);
+      this.words.set(word, hash, id);
+    }
+    return id;
+  }
+
   /** The lexeme ids of a run that FTS5 tokenized (learn() saw it, unless its cache overflowed). */
   private runIds(run: string): number[] {
     let tokens = this.runs.get(run);
@@ -230,9 +259,16 @@ export class Fts5Lexer {
       const start = i;
       let hash = 0;
       let special = false;
+      let joined = false;
       let y = false;
       for (; i < len; i++) {
         c = text.charCodeAt(i);
+        if (c === JOINER_CODE || c === DEFINED_CODE) {
+          joined = true;
+          y = false; // `y⁂y` is no `yy` (askFts5 reads it so)
+          hash = (Math.imul(hash, 31) + c) | 0;
+          continue;
+        }
         if (c >= 0x80) {
           special = true;
           continue;
@@ -247,8 +283,14 @@ export class Fts5Lexer {
         }
         hash = (Math.imul(hash, 31) + c) | 0;
       }
-      if (!special) {
+      if (!special && !joined) {
         out[n++] = this.wordId(text, start, i, hash);
+        continue;
+      }
+      const last = text.charCodeAt(i - 1);
+      if (!special && (last === JOINER_CODE || last === DEFINED_CODE)) {
+        // An identifier token (identifiers.ts): ended by the joiner, so no stemming applies.
+        out[n++] = this.joinedId(text, start, i, hash);
         continue;
       }
       for (const id of this.runIds(text.slice(start, i))) out[n++] = id;
