@@ -15,11 +15,15 @@
  * - every qualified tail (after a `::`, `.` or `/`) of two parts or more, so `emplace_back`
  *   finds `std::vector::emplace_back` whole and `sshd_config` finds `/etc/ssh/sshd_config`;
  * - the parts of a CamelCase word (`XML_SetDefaultHandler` → `set default handler`), so a part
- *   finds it; the word itself stays a token, as before.
+ *   finds it; the word itself stays a token, as before;
+ * - where the identifier is defined (a heading, a definition list's term, a prototype, an option's
+ *   line: eachIdentifier), its whole and tails once more behind DEFINED, so the passage that
+ *   defines it outranks the ones that mention it.
  *
  * The parts stay tokens as before, so a part still matches. A query gets the same tokens
- * (identifierGroups): the whole identifier is one more query word (a passage that holds it
- * exactly outranks one holding its parts), and a CamelCase word also asks for its parts together.
+ * (identifierGroups): the whole identifier and its defined form are more query words (a passage
+ * that holds it exactly outranks one holding its parts), and a CamelCase word also asks for its
+ * parts together.
  */
 import { isTokenChar, needsSegmenting } from './segment.js';
 
@@ -37,7 +41,7 @@ interface Identifier {
   marker: string;
   /** Whether a part has a character outside ASCII (it may be in a script cut by segment.ts). */
   wide: boolean;
-  /** Whether it stands where a term is defined (see definedAt). */
+  /** Whether it stands where a term is defined (eachIdentifier). */
   defined: boolean;
 }
 

@@ -27,7 +27,7 @@ interface Identifier {
   marker: string;
   /** Whether a part has a character outside ASCII (it may be in a script cut by segment.ts). */
   wide: boolean;
-  /** Whether it stands where a term is defined (see definedAt). */
+  /** Whether it stands where a term is defined (eachIdentifier). */
   defined: boolean;
 }
 
