@@ -261,7 +261,7 @@ async function runSet(set: EvalSet): Promise<void> {
           g.latencies.push(elapsed);
           if (q.relevant.size > 0) g.metrics.push(rankMetrics(ranked, q.relevant));
         }
-        if (set.reportMisses === true || set.name === 'realdocs') {
+        if (set.reportPadding === true) {
           const plain = (await bench.retrieve(q.text, mode, 10, true)).items;
           report.padding(q, items, plain, keyOf);
         }

@@ -117,6 +117,7 @@ export function quoteSet<Q extends QuotedQuestion>(options: QuoteSetOptions<Q>):
     index: {},
     queries,
     keyOf: (hit) => `chunk:${hit.id}`,
+    reportPadding: true,
   };
 }
 

@@ -33,6 +33,8 @@ export interface EvalSet {
   groups?: string[];
   /** List, on stderr, each query whose first hit is not relevant (modes chosen by --misses). */
   reportMisses?: boolean;
+  /** Report, on stderr, the hits a request with the defaults (no minScore) gets: padding. */
+  reportPadding?: boolean;
 }
 
 /**

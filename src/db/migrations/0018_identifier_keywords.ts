@@ -47,11 +47,12 @@ async function rewriteSqlite(db: Kysely<unknown>): Promise<void> {
     for (const r of rows) {
       // A staged chunk of an interrupted run has no document row: its run is over (leftovers.ts).
       if (r.rowid === null || r.name === null) continue;
-      const same = (t: string, where?: 'path') => keywordText(t, where) === t;
-      if (same(r.name) && same(r.section_path, 'path') && same(r.content)) continue;
-      await sql`update knowledge_chunks_fts set document_name = ${keywordText(r.name)},
-          section_path = ${keywordText(r.section_path, 'path')}, content = ${keywordText(r.content)}
-        where rowid = ${r.rowid}`.execute(db);
+      const name = keywordText(r.name);
+      const section = keywordText(r.section_path, 'path');
+      const content = keywordText(r.content);
+      if (name === r.name && section === r.section_path && content === r.content) continue;
+      await sql`update knowledge_chunks_fts set document_name = ${name},
+          section_path = ${section}, content = ${content} where rowid = ${r.rowid}`.execute(db);
     }
   }
 }

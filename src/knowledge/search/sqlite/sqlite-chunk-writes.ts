@@ -21,19 +21,21 @@ import type { IndexCommit, NewChunk } from '../chunk-store.js';
 import { checkAlsoVectors, markIndexedSql } from '../chunk-store.js';
 import { keywordText } from '../keyword-text.js';
 import { sharedLexer } from './keyword/fts5-lexer.js';
-import {
-  STAGED_PREFIX,
-  tokenizeChunksNow,
-  type AddedRows,
-  type InProcessCopies,
-} from './copies/in-process-copies.js';
+import { STAGED_PREFIX, type AddedRows, type InProcessCopies } from './copies/in-process-copies.js';
 import { purgeableDocuments } from './leftovers.js';
 import type { Statements } from './statements.js';
 import type { VectorTables } from './vector/vector-tables.js';
 
-/** The rowids of written chunks' keyword rows and vector rows, in the chunks' order. */
+const NONE = new Int32Array(0);
+
+/**
+ * The rowids of written chunks' keyword rows and vector rows, in the chunks' order, and the texts
+ * their keyword rows hold (the in-process copy tokenizes the same, not made again).
+ */
 interface Rowids {
   keyword: number[];
+  /** keywordText of the document name, then of each chunk's section path and content. */
+  keywordTexts: string[];
   /** Per vector table written to (the commit's model's, and each of `alsoVectors`'). */
   vectors: Map<string, { rowids: number[]; vectors: Float32Array[] }>;
 }
@@ -214,14 +216,13 @@ export class SqliteChunkWrites {
     return {
       vectors,
       keyword: () => {
-        const name = sharedLexer().tokenize([keywordText(doc.name)])[0] ?? new Int32Array(0);
-        const texts = tokenizeChunksNow(chunks);
+        const [name = NONE, ...texts] = sharedLexer().tokenize(rowids.keywordTexts);
         return chunks.map((c, i) => ({
           rowid: rowids.keyword[i] ?? 0,
           chunkId: c.id,
           documentId,
           projectId: doc.project_id,
-          columns: [name, ...(texts[i] ?? [new Int32Array(0), new Int32Array(0)])],
+          columns: [name, texts[2 * i] ?? NONE, texts[2 * i + 1] ?? NONE],
         }));
       },
     };
@@ -253,20 +254,21 @@ export class SqliteChunkWrites {
         `insert into ${into} (chunk_id, embedding, document_id, project_key) values (?, ?, ?, ?)`,
       );
     const own = { rowids: [] as number[], vectors: chunks.map((c) => c.vector) };
-    const rowids: Rowids = { keyword: [], vectors: new Map([[table, own]]) };
-    // The keyword columns hold the text with word boundaries in CJK and Thai runs (segment.ts)
-    // and its identifiers whole (identifiers.ts); the chunk row keeps the text as it is.
+    // The keyword columns hold the text keyword-text.ts makes (visible words, CJK and Thai runs
+    // cut into words, identifier tokens); the chunk row keeps the text as it is.
     const ftsName = keywordText(doc.name);
+    const rowids: Rowids = {
+      keyword: [],
+      keywordTexts: [ftsName],
+      vectors: new Map([[table, own]]),
+    };
     for (const c of chunks) {
+      const section = keywordText(c.sectionPath, 'path');
+      const content = keywordText(c.content);
+      rowids.keywordTexts.push(section, content);
       // The keyword row first: the chunk records its rowid (the FTS table's columns are not indexed).
       const ftsRowid = Number(
-        insertFts.run(
-          c.id,
-          commit.documentId,
-          ftsName,
-          keywordText(c.sectionPath, 'path'),
-          keywordText(c.content),
-        ).lastInsertRowid,
+        insertFts.run(c.id, commit.documentId, ftsName, section, content).lastInsertRowid,
       );
       insertChunk.run(
         c.id,

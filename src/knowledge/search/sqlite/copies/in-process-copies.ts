@@ -10,8 +10,6 @@
  * process, e.g. `aps reindex`), the next search first reloads just the documents changed since
  * the copy's generation.
  */
-import type { NewChunk } from '../../chunk-store.js';
-import { keywordText } from '../../keyword-text.js';
 import { sharedLexer } from '../keyword/fts5-lexer.js';
 import { KeywordIndex, type KeywordRow } from '../keyword/keyword-index.js';
 import type { Statements } from '../statements.js';
@@ -40,9 +38,6 @@ export type KeywordText = [
   content: string,
 ];
 
-/** The lexemes of a chunk's section path and content. */
-export type ChunkLexemes = [section: Int32Array, content: Int32Array];
-
 /** What a committed write added, to apply to the loaded copies. */
 export interface AddedRows {
   /** The rows of each vector table written to (the commit's model's, and `alsoVectors`'), by table. */
@@ -61,15 +56,6 @@ const LOAD_BATCH = 2048;
 export const STAGED_PREFIX = '\u0000staged:';
 
 const NONE = new Int32Array(0);
-
-/** The section path and content lexemes of each chunk, in one lexer batch. */
-export function tokenizeChunksNow(chunks: readonly NewChunk[]): ChunkLexemes[] {
-  // The text FTS5 holds (identifiers.ts keywordText), as the commit wrote it.
-  const ids = sharedLexer().tokenize(
-    chunks.flatMap((c) => [keywordText(c.sectionPath, 'path'), keywordText(c.content)]),
-  );
-  return chunks.map((_, i) => [ids[2 * i] ?? NONE, ids[2 * i + 1] ?? NONE]);
-}
 
 /** Tokenizes FTS5 rows into keyword index rows, in one lexer batch. */
 export function keywordRows(texts: readonly KeywordText[]): KeywordRow[] {

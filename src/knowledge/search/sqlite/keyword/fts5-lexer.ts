@@ -173,27 +173,18 @@ export class Fts5Lexer {
     return this.vocabulary.byteLength;
   }
 
-  /** The lexeme id of text[start, end), an ASCII word without `yy`, `hash` its wordHash. */
-  private wordId(text: string, start: number, end: number, hash: number): number {
-    let id = this.words.get(text, start, end, hash);
-    if (id === -1) {
-      const word = text.slice(start, end).toLowerCase();
-      id = this.intern(stemAscii(word));
-      this.words.set(word, wordHash(word), id);
-    }
-    return id;
-  }
-
   /**
-   * The lexeme id of text[start, end): ASCII letters and digits joined and ended by a mark (JOINER, DEFINED). FTS5
-   * lower-cases it and its stemmer leaves it whole (no suffix rule ends in the joiner).
+   * The lexeme id of text[start, end), `hash` its wordHash: an ASCII word without `yy` (stemmed),
+   * or an identifier token, ASCII letters and digits joined and ended by a mark (JOINER,
+   * DEFINED: `joined`), which FTS5 lower-cases and its stemmer leaves whole (no suffix rule ends
+   * in a mark).
    */
-  private joinedId(text: string, start: number, end: number, hash: number): number {
+  private wordId(text: string, start: number, end: number, hash: number, joined = false): number {
     let id = this.words.get(text, start, end, hash);
     if (id === -1) {
       const word = text.slice(start, end).toLowerCase();
-      id = this.intern(word);
-      this.words.set(word, hash, id);
+      id = this.intern(joined ? word : stemAscii(word));
+      this.words.set(word, wordHash(word), id);
     }
     return id;
   }
@@ -290,7 +281,7 @@ export class Fts5Lexer {
       const last = text.charCodeAt(i - 1);
       if (!special && (last === JOINER_CODE || last === DEFINED_CODE)) {
         // An identifier token (identifiers.ts): ended by the joiner, so no stemming applies.
-        out[n++] = this.joinedId(text, start, i, hash);
+        out[n++] = this.wordId(text, start, i, hash, true);
         continue;
       }
       for (const id of this.runIds(text.slice(start, i))) out[n++] = id;
