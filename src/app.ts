@@ -8,6 +8,8 @@ import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { registerGuard } from './auth/auth.guard.js';
+import { registerAuditTrail } from './audit/audit-trail.js';
+import { auditRoutes } from './audit/audit.routes.js';
 import { authRoutes } from './auth/auth.routes.js';
 import type { AppContext } from './context.js';
 import { AppError } from './errors.js';
@@ -32,6 +34,13 @@ export function compileRouteSchemas(app: FastifyInstance): Promise<void> {
   return lazySchemas.get(app)?.compileAll() ?? Promise.resolve();
 }
 
+/** TRUST_PROXY for Fastify: a hop count as the function Fastify makes of one (its types lack it). */
+function fastifyTrust(
+  trust: AppContext['config']['http']['trustProxy'],
+): boolean | string[] | ((address: string, hop: number) => boolean) {
+  return typeof trust === 'number' ? (_address, hop) => hop < trust : trust;
+}
+
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const schemas = new LazySchemas();
   const app = Fastify({
@@ -51,6 +60,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     schemaErrorFormatter: formatValidationErrors,
     http: serverOptions(ctx.config.http),
     keepAliveTimeout: ctx.config.http.keepAliveTimeoutMs,
+    // TRUST_PROXY: request.ip (logs, rate limits, audit) from X-Forwarded-For via trusted proxies.
+    trustProxy: fastifyTrust(ctx.config.http.trustProxy),
     clientErrorHandler: handleClientError,
     frameworkErrors: handleFrameworkError,
     ...validationOptions(schemas),
@@ -136,8 +147,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         apiKeys: ctx.apiKeys,
         tokens: ctx.tokens,
         isReadOnly: () => ctx.readOnly,
+        audit: ctx.audit,
+        documentProject: (id) => ctx.knowledge.documents.projectOf(id),
       });
+      registerAuditTrail(api, ctx.audit);
       registerOpenApiRoute(api);
+      await api.register(auditRoutes, { audit: ctx.audit });
       await api.register(authRoutes, {
         apiKeys: ctx.apiKeys,
         tokens: ctx.tokens,

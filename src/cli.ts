@@ -5,7 +5,6 @@
  */
 import { createRequire } from 'node:module';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { isAgentLevel } from './auth/levels.js';
 import { ConfigError } from './config.js';
 import { openDatabase } from './db/database.js';
 import { MIGRATIONS } from './db/migrations/index.js';
@@ -13,6 +12,7 @@ import { migrate, migrationStatus, type MigrationState } from './db/migrator.js'
 import { AppError } from './errors.js';
 import { startServer } from './server.js';
 import { sqliteFileMissing, table } from './cli/output.js';
+import { registerKeys } from './cli/keys.js';
 import { registerModels } from './cli/models.js';
 import { registerReindex, UsageError } from './cli/reindex.js';
 import { CliSession, NoDatabaseError } from './cli/session.js';
@@ -101,6 +101,7 @@ program
 
 registerReindex(program, session);
 registerModels(program, session);
+registerKeys(program, session);
 
 program
   .command('mcp')
@@ -131,83 +132,6 @@ program
       prefix: opts.prefix,
       apiKey: opts.apiKey,
       projectId: opts.project,
-    });
-  });
-
-const keys = program.command('keys').description('Manage API keys');
-
-keys
-  .command('create')
-  .description('Create an API key and print it once')
-  .requiredOption('--name <name>', 'a name for the key')
-  .requiredOption('--level <level>', 'L0, L1 or L2', (value) => {
-    if (!isAgentLevel(value)) throw new InvalidArgumentError('must be L0, L1 or L2');
-    return value;
-  })
-  .action(async (opts: { name: string; level: 'L0' | 'L1' | 'L2' }) => {
-    await session.announceIfNew(true);
-    await session.withContext(async (ctx) => {
-      const { record, rawKey } = await ctx.apiKeys.create({
-        name: opts.name,
-        level: opts.level,
-        actor: 'cli',
-        origin: 'cli',
-      });
-      console.log(`created ${record.id} (${record.level}, ${record.name})`);
-      console.log(`key (shown once): ${rawKey}`);
-    });
-  });
-
-keys
-  .command('list')
-  .description('List API keys (never the keys themselves: a prefix and the last four characters)')
-  .option('--json', 'print the keys as a JSON array')
-  .action(async (opts: { json?: boolean }) => {
-    await session.requireDatabase('no API key to list');
-    await session.withContext(async (ctx) => {
-      const list = await ctx.apiKeys.list();
-      if (opts.json === true) {
-        console.log(JSON.stringify(list));
-        return;
-      }
-      if (list.length === 0) {
-        session.note('No API keys: create one with `aps keys create --name admin --level L0`.');
-        return;
-      }
-      const rows = list.map((k) => [
-        k.id,
-        k.level,
-        `${k.prefix}…${k.lastFour}`,
-        k.name,
-        k.revokedAt === null ? 'active' : `revoked ${k.revokedAt}`,
-        k.createdAt,
-      ]);
-      console.log(table(['ID', 'LEVEL', 'KEY', 'NAME', 'STATUS', 'CREATED'], rows));
-    });
-  });
-
-keys
-  .command('revoke')
-  .description('Revoke an API key')
-  .argument('<id>')
-  .action(async (id: string) => {
-    await session.requireDatabase('no API key to revoke');
-    await session.withContext(async (ctx) => {
-      const record = await ctx.apiKeys.revoke(id, 'cli');
-      console.log(`revoked ${record.id} at ${record.revokedAt ?? ''}`);
-    });
-  });
-
-keys
-  .command('rotate')
-  .description('Replace an API key by a new one (the old one is revoked) and print it once')
-  .argument('<id>')
-  .action(async (id: string) => {
-    await session.requireDatabase('no API key to rotate');
-    await session.withContext(async (ctx) => {
-      const { record, rawKey } = await ctx.apiKeys.rotate(id, 'cli');
-      console.log(`rotated ${id} → ${record.id}`);
-      console.log(`key (shown once): ${rawKey}`);
     });
   });
 

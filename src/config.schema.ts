@@ -93,6 +93,18 @@ export const ENV_SCHEMA = Type.Object({
     default: '15m',
     description: 'Lifetime of issued JWTs: seconds, or a number with s/m/h/d.',
   }),
+  JWT_MAX_SESSION: Type.String({
+    pattern: '^[0-9]+[smhd]?$',
+    default: '12h',
+    description:
+      'Longest a session of refreshed JWTs lasts from the API key exchange (`auth_time`); a refresh past it answers 401.',
+  }),
+  AUDIT_RETENTION_DAYS: Type.Integer({
+    minimum: 1,
+    maximum: 36_500,
+    default: 365,
+    description: 'Days an audit entry is kept; older ones are pruned in the background.',
+  }),
   API_KEY_SALT: Type.Optional(
     Type.String({
       minLength: 16,
@@ -400,8 +412,16 @@ export const ENV_SCHEMA = Type.Object({
     maximum: 1_000_000,
     default: 64,
     description:
-      'Open connections one client address may hold; more are answered 429 and closed. `0`: no cap (e.g. behind a reverse proxy that caps clients itself, where every client shares its address).',
+      'Open connections one client address may hold; more are answered 429 and closed. `0`: no cap. Behind a reverse proxy set TRUST_PROXY instead: its connections are then not capped.',
   }),
+  TRUST_PROXY: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      description:
+        'Behind a reverse proxy: `true` (trust every hop), a hop count, or addresses/CIDRs/`loopback`/`linklocal`/`uniquelocal` (comma-separated) of the proxies. The client address then comes from `X-Forwarded-For` (logs, rate limits, audit), and connections from trusted proxies are not capped per address. Unset: the socket address.',
+    }),
+  ),
   MAX_REQUESTS_IN_FLIGHT: Type.Integer({
     minimum: 0,
     maximum: 100_000,

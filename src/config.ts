@@ -9,6 +9,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import type { Static, TSchema } from 'typebox';
 import { Value } from 'typebox/value';
+import proxyAddr from '@fastify/proxy-addr';
 import { ENV_SCHEMA } from './config.schema.js';
 
 type Env = Static<typeof ENV_SCHEMA>;
@@ -37,6 +38,10 @@ export interface Config {
   /** Null: generate and keep one in `dataDir` (refused in production). */
   jwtSecret: string | null;
   jwtTtlSeconds: number;
+  /** Longest a chain of refreshed tokens lasts from its key exchange (JWT_MAX_SESSION). */
+  jwtMaxSessionSeconds: number;
+  /** AUDIT_RETENTION_DAYS. */
+  auditRetentionDays: number;
   apiKeySalt: string | null;
   bootstrapApiKey: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -59,6 +64,8 @@ export interface Config {
     keepAliveTimeoutMs: number;
     /** 0: no cap. */
     maxConnectionsPerClient: number;
+    /** Fastify's `trustProxy` (TRUST_PROXY): false, true, a hop count or proxy addresses. */
+    trustProxy: boolean | number | string[];
   };
   /** API requests served at once before 503 OVERLOADED; 0: no limit. */
   maxRequestsInFlight: number;
@@ -246,7 +253,12 @@ export function loadConfig(
     problems.set('RERANK_BASE_URL', 'RERANK_BASE_URL is required when RERANK_PROVIDER=http');
   }
 
-  if (problems.size > 0 || database === null) throw new ConfigError([...problems.values()]);
+  const trustProxy = parseTrustProxy(e.TRUST_PROXY);
+  if (typeof trustProxy === 'string') problems.set('TRUST_PROXY', trustProxy);
+
+  if (problems.size > 0 || database === null || typeof trustProxy === 'string') {
+    throw new ConfigError([...problems.values()]);
+  }
 
   return {
     nodeEnv: e.NODE_ENV,
@@ -259,6 +271,8 @@ export function loadConfig(
     readiness: { timeoutMs: e.READY_CHECK_TIMEOUT_MS, cacheMs: e.READY_CHECK_CACHE_MS },
     jwtSecret: e.JWT_SECRET ?? null,
     jwtTtlSeconds: parseDuration(e.JWT_TTL),
+    jwtMaxSessionSeconds: parseDuration(e.JWT_MAX_SESSION),
+    auditRetentionDays: e.AUDIT_RETENTION_DAYS,
     apiKeySalt: e.API_KEY_SALT ?? null,
     bootstrapApiKey: e.BOOTSTRAP_API_KEY ?? null,
     logLevel: e.LOG_LEVEL,
@@ -280,6 +294,7 @@ export function loadConfig(
       bodyIdleTimeoutMs: e.HTTP_BODY_IDLE_TIMEOUT_MS,
       keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       maxConnectionsPerClient: e.MAX_CONNECTIONS_PER_CLIENT,
+      trustProxy,
     },
     maxRequestsInFlight: e.MAX_REQUESTS_IN_FLIGHT,
     knowledge: {
@@ -334,4 +349,25 @@ export function loadConfig(
       timeoutMs: e.RERANK_TIMEOUT_MS,
     },
   };
+}
+
+/**
+ * TRUST_PROXY as Fastify's `trustProxy`: unset or `false` → false, `true`, a hop count, or a list
+ * of proxy addresses (checked by @fastify/proxy-addr, which Fastify uses); a string: the problem.
+ */
+export function parseTrustProxy(value: string | undefined): boolean | number | string[] | string {
+  const text = value?.trim() ?? '';
+  if (text === '' || text === 'false') return false;
+  if (text === 'true') return true;
+  if (/^[0-9]+$/.test(text)) return Number(text);
+  const list = text
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '');
+  try {
+    proxyAddr.compile(list);
+  } catch (error) {
+    return `TRUST_PROXY: ${(error as Error).message} (give true, a hop count, or addresses/CIDRs)`;
+  }
+  return list;
 }

@@ -3,6 +3,8 @@
  * job queue, services. Shared by `aps serve`, the CLI's key commands and the HTTP tests.
  */
 import { ApiKeyRepository } from './auth/api-key.repository.js';
+import { AuditRepository } from './audit/audit.repository.js';
+import { AuditService } from './audit/audit.service.js';
 import { ApiKeyService } from './auth/api-key.service.js';
 import { SqliteRevocations, type RevocationGeneration } from './auth/revocations.js';
 import { TokenService } from './auth/token.service.js';
@@ -32,6 +34,8 @@ export interface AppContext {
   knowledge: KnowledgeModule;
   apiKeys: ApiKeyService;
   tokens: TokenService;
+  /** The audit trail (audit/). */
+  audit: AuditService;
   close(): Promise<void>;
 }
 
@@ -93,7 +97,10 @@ export async function createContext(
     () => readOnly,
     revocations,
   );
-  const tokens = new TokenService(secrets.jwtSecret, config.jwtTtlSeconds, apiKeys);
+  const tokens = new TokenService(secrets.jwtSecret, config.jwtTtlSeconds, apiKeys, {
+    maxSessionSeconds: config.jwtMaxSessionSeconds,
+  });
+  const audit = new AuditService(new AuditRepository(database.db), log, () => readOnly);
   const knowledge = await createKnowledgeModule(config, database, queue, log, options.embedder);
   return {
     config,
@@ -106,10 +113,12 @@ export async function createContext(
     knowledge,
     apiKeys,
     tokens,
+    audit,
     async close() {
       await queue.close();
       await revocations.close();
       await knowledge.close();
+      await audit.close();
       await database.close();
     },
   };

@@ -10,6 +10,8 @@ export const ERROR_CATALOGUE = {
   AUTH_UNAUTHORIZED: { status: 401, message: 'Missing or invalid credentials.' },
   AUTH_INVALID_API_KEY: { status: 401, message: 'The API key is invalid or revoked.' },
   AUTH_FORBIDDEN: { status: 403, message: 'Your agent level does not allow this request.' },
+  AUTH_ACCESS_FORBIDDEN: { status: 403, message: 'Your key’s access does not allow this request.' },
+  AUTH_PROJECT_FORBIDDEN: { status: 403, message: 'Your key may not reach this project.' },
   AUTH_API_KEY_NOT_FOUND: { status: 404, message: 'API key not found.' },
   ROUTE_NOT_FOUND: { status: 404, message: 'Route not found.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed on this route.' },

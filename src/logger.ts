@@ -2,10 +2,11 @@
  * The one pino logger, credentials redacted: JSON lines for machines, or one readable line per
  * entry (pino-pretty) on a terminal. Fastify uses it for request logs.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { pino, type DestinationStream, type LevelWithSilent } from 'pino';
 import pinoPretty from 'pino-pretty';
 import type { Config } from './config.js';
+import { redactText, redactUrl } from './http/redact.js';
 
 /** Log paths that may carry secrets. */
 const REDACTED_PATHS = [
@@ -18,6 +19,31 @@ const REDACTED_PATHS = [
   'token',
   '*.token',
 ];
+
+/**
+ * A request as its log lines show it: Fastify's fields (method, url, version, host, client
+ * address and port), the URL with credentials redacted (http/redact.ts): the reference console
+ * sends its key in a query parameter.
+ */
+function requestSerializer(req: FastifyRequest) {
+  const version = req.headers['accept-version'];
+  return {
+    method: req.method,
+    url: typeof req.url === 'string' ? redactUrl(req.url) : req.url,
+    version: typeof version === 'string' ? version : undefined,
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: (req.socket as typeof req.socket | undefined)?.remotePort,
+  };
+}
+
+/** pino's error serializer, with credentials redacted from the message and the stack. */
+function errorSerializer(error: Error) {
+  const out = pino.stdSerializers.err(error);
+  if (typeof out.message === 'string') out.message = redactText(out.message);
+  if (typeof out.stack === 'string') out.stack = redactText(out.stack);
+  return out;
+}
 
 /** `auto`: readable lines when a person watches the terminal, JSON when a program reads them. */
 export function chooseLogFormat(setting: Config['logFormat'], isTTY: boolean): 'pretty' | 'json' {
@@ -39,6 +65,8 @@ export function createLogger(
   const options = {
     level: config.logLevel,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    // Fastify merges these over its own (ours win): `req` and `err` lines never carry a credential.
+    serializers: { req: requestSerializer, err: errorSerializer },
   };
   if (chooseLogFormat(config.logFormat, isTTY) === 'json')
     return pino(options, stream ?? bufferedStdout());

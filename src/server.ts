@@ -51,6 +51,7 @@ export async function startServer(
         'migration safety check failed: read-only mode',
       );
     const firstKey = await ensureInitialKeys(ctx, app.log);
+    ctx.audit.startPruning(config.auditRetentionDays);
     // The search indexes load after the server listens (readiness says when they are loaded).
     await ctx.knowledge.start({ recover: !ctx.readOnly, searchInBackground: true });
     await app.listen({ port: config.port, host: config.host });

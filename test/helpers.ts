@@ -2,6 +2,7 @@
  * Test factories: a real app on a fresh temporary SQLite database, with captured logs; converter
  * scripts and commands files the tests control; a seeded generator.
  */
+import { CLI } from '../src/audit/actor.js';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -107,7 +108,7 @@ export async function createTestApp(
           await ctx.apiKeys.create({
             name: 'test-admin',
             level: 'L0',
-            actor: 'test',
+            actor: CLI,
             origin: 'cli',
           })
         ).rawKey

@@ -24,6 +24,11 @@ export const router = createRouter({
       meta: { title: 'API keys' },
     },
     {
+      path: '/audit',
+      component: () => import('./pages/AuditPage.vue'),
+      meta: { title: 'Audit' },
+    },
+    {
       path: '/system',
       component: () => import('./pages/SystemPage.vue'),
       meta: { title: 'System' },

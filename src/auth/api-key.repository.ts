@@ -1,15 +1,8 @@
-/** SQL for API keys and the audit log; no rules here (those live in the service). */
-import { randomUUID } from 'node:crypto';
+/** SQL for API keys (and their audit entries); no rules here (those live in the service). */
+import { AuditRepository, type AuditEntry } from '../audit/audit.repository.js';
 import type { ApiKeyRow, Db } from '../db/schema.js';
 
 type NewApiKey = Omit<ApiKeyRow, 'last_used_at' | 'revoked_at' | 'replaced_by'>;
-
-interface AuditEntry {
-  actor: string;
-  action: string;
-  target: string;
-  details?: Record<string, unknown>;
-}
 
 export class ApiKeyRepository {
   constructor(private readonly db: Db) {}
@@ -39,11 +32,14 @@ export class ApiKeyRepository {
     return Number(row.n);
   }
 
-  async countActiveLevel(level: ApiKeyRow['level'], db: Db = this.db): Promise<number> {
+  /** Active L0 keys without restrictions (every project, admin access): who can manage all keys. */
+  async countActiveAdmins(db: Db = this.db): Promise<number> {
     const row = await db
       .selectFrom('api_keys')
       .select((eb) => eb.fn.countAll<string | number>().as('n'))
-      .where('level', '=', level)
+      .where('level', '=', 'L0')
+      .where('access', '=', 'admin')
+      .where('projects', 'is', null)
       .where('revoked_at', 'is', null)
       .executeTakeFirstOrThrow();
     return Number(row.n);
@@ -78,18 +74,9 @@ export class ApiKeyRepository {
     await this.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
   }
 
+  /** An audit entry written in the key change's own transaction. */
   async audit(entry: AuditEntry, db: Db = this.db): Promise<void> {
-    await db
-      .insertInto('audit_log')
-      .values({
-        id: randomUUID(),
-        at: new Date().toISOString(),
-        actor: entry.actor,
-        action: entry.action,
-        target: entry.target,
-        details: entry.details === undefined ? null : JSON.stringify(entry.details),
-      })
-      .execute();
+    await new AuditRepository(this.db).insert([entry], db);
   }
 
   transaction<T>(fn: (db: Db) => Promise<T>): Promise<T> {

@@ -4,7 +4,9 @@ import type { AgentLevel, ApiKeyRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { displayHints, generateApiKey, hashApiKey, hashesEqual } from './api-key.js';
 import type { ApiKeyRepository } from './api-key.repository.js';
+import { SYSTEM, type Actor } from '../audit/actor.js';
 import { NO_CACHE, type RevocationGeneration } from './revocations.js';
+import { parseProjects, type KeyAccess } from './scope.js';
 
 /** An API key as clients may see it: never the raw key nor its hash. */
 interface ApiKeyRecord {
@@ -18,15 +20,26 @@ interface ApiKeyRecord {
   lastUsedAt: string | null;
   revokedAt: string | null;
   replacedBy: string | null;
+  /** The projects the key reaches; null: every project. */
+  projects: string[] | null;
+  access: KeyAccess;
 }
 
 /** Who is calling, once authenticated. */
 export interface Principal {
   apiKeyId: string;
+  /** The key's name (audit entries show it). */
+  keyName: string;
   level: AgentLevel;
+  /** What the key may do (auth/scope.ts). */
+  access: KeyAccess;
+  /** The projects the key reaches; null: every project. */
+  projects: readonly string[] | null;
   /** The JWT subject (agent id or key id); the key id for raw keys. */
   subject: string;
   method: 'api_key' | 'jwt';
+  /** JWTs: when the key was exchanged (`auth_time`, seconds), kept across refreshes. */
+  authTime?: number;
 }
 
 /** The principal a verified key row authenticates (frozen: cached entries share it). */
@@ -34,8 +47,18 @@ export function principalOf(
   row: ApiKeyRow,
   subject: string,
   method: Principal['method'],
+  authTime?: number,
 ): Principal {
-  return Object.freeze({ apiKeyId: row.id, level: row.level, subject, method });
+  return Object.freeze({
+    apiKeyId: row.id,
+    keyName: row.name,
+    level: row.level,
+    access: row.access,
+    projects: parseProjects(row.projects),
+    subject,
+    method,
+    ...(authTime === undefined ? {} : { authTime }),
+  });
 }
 
 function toRecord(row: ApiKeyRow): ApiKeyRecord {
@@ -50,8 +73,30 @@ function toRecord(row: ApiKeyRow): ApiKeyRecord {
     lastUsedAt: row.last_used_at,
     revokedAt: row.revoked_at,
     replacedBy: row.replaced_by,
+    projects: row.projects === null ? null : [...(parseProjects(row.projects) ?? [])],
+    access: row.access,
   };
 }
+
+/** A key's restrictions as given at creation: none means every project and admin access. */
+export interface KeyRestrictions {
+  projects?: string[] | null;
+  access?: KeyAccess;
+}
+
+/** The projects of the caller managing keys; null: every project. */
+type CallerScope = readonly string[] | null;
+
+/** Whether a caller of `scope` may see and manage this key: its projects are all the caller's. */
+function within(scope: CallerScope, row: ApiKeyRow): boolean {
+  if (scope === null) return true;
+  const projects = parseProjects(row.projects);
+  return projects !== null && projects.every((p) => scope.includes(p));
+}
+
+/** Whether a key may manage every key: L0, admin access, every project. */
+const unrestrictedAdmin = (row: ApiKeyRow) =>
+  row.level === 'L0' && row.access === 'admin' && row.projects === null;
 
 /** `last_used_at` is written at most this often per key, so authentication stays read-mostly. */
 const TOUCH_INTERVAL_MS = 60_000;
@@ -129,13 +174,36 @@ export class ApiKeyService {
   }
 
   /** Creates a key and returns its raw value, which is never retrievable again. */
-  async create(input: {
-    name: string;
-    level: AgentLevel;
-    actor: string;
-    origin: string;
-    rawKey?: string;
-  }): Promise<{ record: ApiKeyRecord; rawKey: string }> {
+  async create(
+    input: {
+      name: string;
+      level: AgentLevel;
+      actor: Actor;
+      origin: string;
+      rawKey?: string;
+      /** The creating key's projects: the new key may reach no other (no escalation). */
+      scope?: CallerScope;
+    } & KeyRestrictions,
+  ): Promise<{ record: ApiKeyRecord; rawKey: string }> {
+    const scope = input.scope ?? null;
+    if (scope !== null) {
+      const outside =
+        (input.projects ?? null) === null
+          ? ['every project']
+          : (input.projects ?? []).filter((p) => !scope.includes(p));
+      if (outside.length > 0) {
+        throw new AppError(
+          'AUTH_PROJECT_FORBIDDEN',
+          `Your key may only create keys for its own projects (${scope.join(', ')}); not ${outside.join(', ')}.`,
+        );
+      }
+    }
+    if (input.projects?.length === 0) {
+      throw new AppError(
+        'VALIDATION_ERROR',
+        'projects must name at least one project (or be null)',
+      );
+    }
     return this.repo.transaction(async (db) => {
       const { record, rawKey } = await this.insertKey(db, input);
       await this.repo.audit(
@@ -143,7 +211,13 @@ export class ApiKeyService {
           actor: input.actor,
           action: 'api_key.create',
           target: record.id,
-          details: { name: record.name, level: record.level, origin: record.origin },
+          details: {
+            name: record.name,
+            level: record.level,
+            origin: record.origin,
+            projects: record.projects,
+            access: record.access,
+          },
         },
         db,
       );
@@ -153,10 +227,11 @@ export class ApiKeyService {
 
   private async insertKey(
     db: Parameters<ApiKeyRepository['insert']>[1],
-    input: { name: string; level: AgentLevel; origin: string; rawKey?: string },
+    input: { name: string; level: AgentLevel; origin: string; rawKey?: string } & KeyRestrictions,
   ): Promise<{ record: ApiKeyRecord; rawKey: string }> {
     const rawKey = input.rawKey ?? generateApiKey();
     const hints = displayHints(rawKey);
+    const projects = input.projects ?? null;
     const row = {
       id: randomUUID(),
       name: input.name,
@@ -166,6 +241,8 @@ export class ApiKeyService {
       last_four: hints.lastFour,
       origin: input.origin,
       created_at: new Date().toISOString(),
+      projects: projects === null ? null : JSON.stringify([...new Set(projects)].sort()),
+      access: input.access ?? 'admin',
     };
     await this.repo.insert(row, db);
     return {
@@ -174,8 +251,9 @@ export class ApiKeyService {
     };
   }
 
-  async list(): Promise<ApiKeyRecord[]> {
-    return (await this.repo.list()).map(toRecord);
+  /** Every key, or for a caller restricted to projects, the keys within them. */
+  async list(scope: CallerScope = null): Promise<ApiKeyRecord[]> {
+    return (await this.repo.list()).filter((row) => within(scope, row)).map(toRecord);
   }
 
   async get(id: string): Promise<ApiKeyRecord> {
@@ -185,15 +263,16 @@ export class ApiKeyService {
   }
 
   /** Revokes a key (idempotent). The last active L0 key cannot be revoked: nobody could manage keys. */
-  async revoke(id: string, actor: string): Promise<ApiKeyRecord> {
+  async revoke(id: string, actor: Actor, scope: CallerScope = null): Promise<ApiKeyRecord> {
     const record = await this.repo.transaction(async (db) => {
       const row = await this.repo.findById(id, db);
       if (row === undefined) throw new AppError('AUTH_API_KEY_NOT_FOUND');
       if (row.revoked_at !== null) return toRecord(row);
-      if (row.level === 'L0' && (await this.repo.countActiveLevel('L0', db)) <= 1) {
+      if (!within(scope, row)) throw new AppError('AUTH_API_KEY_NOT_FOUND');
+      if (unrestrictedAdmin(row) && (await this.repo.countActiveAdmins(db)) <= 1) {
         throw new AppError(
           'CONFLICT',
-          'Cannot revoke the last active L0 key; create another L0 key first',
+          'Cannot revoke the last active unrestricted L0 key; create another L0 key first',
         );
       }
       const at = new Date().toISOString();
@@ -209,16 +288,19 @@ export class ApiKeyService {
   /** Replaces a key by a new one with the same name and level; the old one is revoked at once. */
   async rotate(
     id: string,
-    actor: string,
+    actor: Actor,
+    scope: CallerScope = null,
   ): Promise<{ record: ApiKeyRecord; rawKey: string; rotatedFrom: string }> {
     const rotated = await this.repo.transaction(async (db) => {
       const row = await this.repo.findById(id, db);
-      if (row === undefined) throw new AppError('AUTH_API_KEY_NOT_FOUND');
+      if (row === undefined || !within(scope, row)) throw new AppError('AUTH_API_KEY_NOT_FOUND');
       if (row.revoked_at !== null) throw new AppError('AUTH_API_KEY_REVOKED');
       const { record, rawKey } = await this.insertKey(db, {
         name: row.name,
         level: row.level,
         origin: 'rotation',
+        projects: parseProjects(row.projects)?.slice() ?? null,
+        access: row.access,
       });
       await this.repo.revoke(id, record.createdAt, record.id, db);
       await this.repo.bumpGeneration(db);
@@ -309,10 +391,7 @@ export class ApiKeyService {
         origin: 'bootstrap',
         rawKey,
       });
-      await this.repo.audit(
-        { actor: 'system', action: 'api_key.bootstrap', target: record.id },
-        db,
-      );
+      await this.repo.audit({ actor: SYSTEM, action: 'api_key.bootstrap', target: record.id }, db);
       return 'created';
     });
   }
@@ -323,7 +402,7 @@ export class ApiKeyService {
     return this.create({
       name: 'first-start',
       level: 'L0',
-      actor: 'system',
+      actor: SYSTEM,
       origin: 'first-start',
     });
   }

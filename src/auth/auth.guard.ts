@@ -1,15 +1,27 @@
 /**
  * The guard of the API scope: every route must declare `access` and `mutates` (start-up fails
  * otherwise, so no route can forget them); each request is checked for read-only mode, then
- * authenticated and its level checked. The authenticated principal is `request.principal`.
+ * authenticated, its level checked and its key's scope (auth/scope.ts): the access the route
+ * needs, and, for a key restricted to projects, the project a request names (403) or the
+ * document it names (404, as if absent). The authenticated principal is `request.principal`;
+ * lists, retrieval and events narrow themselves to `principal.projects` in their queries.
  */
-import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyRequest,
+  onRequestHookHandler,
+  preValidationHookHandler,
+  RouteOptions,
+} from 'fastify';
+import { requestActor } from '../audit/actor.js';
+import type { AuditService } from '../audit/audit.service.js';
 import type { AgentLevel } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import '../http/route-config.js';
 import { looksLikeJwt } from './api-key.js';
 import type { ApiKeyService, Principal } from './api-key.service.js';
 import { levelSatisfies } from './levels.js';
+import { accessSatisfies, reaches, routeNeeds, type KeyAccess } from './scope.js';
 import type { TokenService } from './token.service.js';
 
 declare module 'fastify' {
@@ -23,6 +35,10 @@ interface GuardDeps {
   apiKeys: ApiKeyService;
   tokens: TokenService;
   isReadOnly: () => boolean;
+  /** Where refusals are recorded. */
+  audit?: AuditService;
+  /** A document's project (null: none), or undefined when there is no such document. */
+  documentProject?: (id: string) => Promise<string | null | undefined>;
 }
 
 /**
@@ -65,14 +81,32 @@ async function authenticate(deps: GuardDeps, credentials: (string | null)[]): Pr
   throw firstError;
 }
 
-/** The audit actor for a request. */
-export function actorOf(principal: Principal | null): string {
-  return principal === null ? 'anonymous' : `api_key:${principal.apiKeyId}`;
+/** What a guarded route declared, as the guard enforces it (tests build their matrix from it). */
+export interface GuardedRoute {
+  method: string;
+  url: string;
+  level: 'public' | AgentLevel;
+  mutates: boolean;
+  needs: KeyAccess;
+  document: boolean;
+  everyProject: boolean;
+  namesProject: boolean;
+  /** A long-lived response (the event stream). */
+  stream: boolean;
+}
+
+const guarded = new WeakMap<object, GuardedRoute[]>();
+
+/** The routes the guard installed itself on, in an app (keyed by its HTTP server). */
+export function guardedRoutes(app: FastifyInstance): readonly GuardedRoute[] {
+  return guarded.get(app.server) ?? [];
 }
 
 /** Installs the guard on the API scope. */
 export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
   app.decorateRequest('principal', null);
+  const routes: GuardedRoute[] = guarded.get(app.server) ?? [];
+  guarded.set(app.server, routes);
   // Each route gets its own check, first among its onRequest hooks (before a route's rate limit,
   // as a scope hook ran): its declarations are read once here, not from `request.routeOptions`
   // (an object built at every read) on every request, and a public route that cannot change
@@ -85,12 +119,120 @@ export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
         `Route ${String(route.method)} ${route.url} must declare config.access and config.mutates`,
       );
     }
+    for (const method of [route.method].flat()) {
+      routes.push({
+        method,
+        url: route.url,
+        level: access,
+        mutates,
+        needs: routeNeeds(config),
+        document: config.document === true,
+        everyProject: config.everyProject === true,
+        namesProject: namesProject(route),
+        stream: config.stream === true,
+      });
+    }
     if (access === 'public' && !mutates) return;
-    const check = routeGuard(deps, access, mutates);
+    const check = routeGuard(deps, access, mutates, routeNeeds(config), routeName(route));
     const hooks = route.onRequest;
     route.onRequest =
       hooks === undefined ? [check] : [check, ...(Array.isArray(hooks) ? hooks : [hooks])];
+    if (access === 'public') return;
+    const projectCheck = projectGuard(deps, route);
+    if (projectCheck !== undefined) {
+      const handlers = route.preValidation;
+      route.preValidation =
+        handlers === undefined
+          ? [projectCheck]
+          : [projectCheck, ...(Array.isArray(handlers) ? handlers : [handlers])];
+    }
   });
+}
+
+/** `GET /api/v1/knowledge/documents/:id`: how audit entries of refusals name a route. */
+const routeName = (route: RouteOptions) =>
+  `${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`;
+
+/** Whether a route's query or body schema has a `projectId` (a project the request names). */
+function namesProject(route: RouteOptions): boolean {
+  const schema = route.schema as
+    { querystring?: { properties?: object }; body?: { properties?: object } } | undefined;
+  return [schema?.querystring, schema?.body].some(
+    (part) => part?.properties !== undefined && 'projectId' in part.properties,
+  );
+}
+
+const projectIdOf = (part: unknown): string | undefined => {
+  const value = (part as { projectId?: unknown } | null | undefined)?.projectId;
+  return typeof value === 'string' ? value : undefined;
+};
+
+/**
+ * For a key restricted to projects, the project checks of a route, once its body is parsed and
+ * before it is validated (so a refusal does not depend on the rest of the body); undefined when
+ * the route needs none. A project named outside the key's: 403 (recorded). A document outside
+ * them: 404, as if absent.
+ */
+function projectGuard(deps: GuardDeps, route: RouteOptions): preValidationHookHandler | undefined {
+  const config = route.config ?? {};
+  const document = config.document === true;
+  const every = config.everyProject === true;
+  const named = namesProject(route);
+  if (!document && !every && !named) return undefined;
+  const name = routeName(route);
+  return (request, _reply, done) => {
+    const projects = request.principal?.projects ?? null;
+    if (projects === null) {
+      done();
+      return;
+    }
+    const project = projectIdOf(request.query) ?? projectIdOf(request.body);
+    if (every && project === undefined) {
+      const message =
+        'This acts on every project (where a route takes projectId, name one of yours); your key is restricted to projects.';
+      done(refuse(deps, request, name, 'AUTH_PROJECT_FORBIDDEN', message));
+      return;
+    }
+    if (named && project !== undefined && !projects.includes(project)) {
+      const message = `Your key may not reach project "${project}".`;
+      done(refuse(deps, request, name, 'AUTH_PROJECT_FORBIDDEN', message));
+      return;
+    }
+    const id = (request.params as { id?: unknown } | undefined)?.id;
+    if (!document || typeof id !== 'string' || deps.documentProject === undefined) {
+      done();
+      return;
+    }
+    deps.documentProject(id).then(
+      (owner) => {
+        done(
+          owner === undefined || !reaches(projects, owner)
+            ? new AppError('KNOWLEDGE_DOCUMENT_NOT_FOUND')
+            : undefined,
+        );
+      },
+      (error: unknown) => {
+        done(error as Error);
+      },
+    );
+  };
+}
+
+/** A refusal of the key's scope: recorded in the audit trail, then answered 403. */
+function refuse(
+  deps: GuardDeps,
+  request: FastifyRequest,
+  route: string,
+  code: 'AUTH_ACCESS_FORBIDDEN' | 'AUTH_PROJECT_FORBIDDEN',
+  message: string,
+): AppError {
+  deps.audit?.record({
+    actor: requestActor(request),
+    action: 'access.refused',
+    target: route,
+    details: { code, access: request.principal?.access, projects: request.principal?.projects },
+  });
+  return new AppError(code, message);
 }
 
 /** The onRequest check of one route. */
@@ -98,6 +240,8 @@ function routeGuard(
   deps: GuardDeps,
   access: 'public' | AgentLevel,
   mutates: boolean,
+  needs: KeyAccess,
+  route: string,
 ): onRequestHookHandler {
   // A callback hook: a known credential (the usual case) is admitted without a promise.
   return (request, _reply, done) => {
@@ -114,12 +258,12 @@ function routeGuard(
     const first = credentials[0];
     const known = typeof first === 'string' ? cachedPrincipal(deps, first) : undefined;
     if (known !== undefined) {
-      done(admit(request, known, access));
+      done(admit(deps, request, known, access, needs, route));
       return;
     }
     authenticate(deps, credentials).then(
       (principal) => {
-        done(admit(request, principal, access));
+        done(admit(deps, request, principal, access, needs, route));
       },
       (error: unknown) => {
         done(error as Error);
@@ -135,11 +279,14 @@ function cachedPrincipal(deps: GuardDeps, credential: string): Principal | undef
     : deps.apiKeys.verifyCached(credential);
 }
 
-/** Sets the request's principal if its level suffices; else the 403 to answer. */
+/** Sets the request's principal if its level and access suffice; else the 403 to answer. */
 function admit(
+  deps: GuardDeps,
   request: FastifyRequest,
   principal: Principal,
   required: AgentLevel,
+  needs: KeyAccess,
+  route: string,
 ): undefined | AppError {
   if (!levelSatisfies(principal.level, required)) {
     return new AppError(
@@ -148,5 +295,14 @@ function admit(
     );
   }
   request.principal = principal;
+  if (!accessSatisfies(principal.access, needs)) {
+    return refuse(
+      deps,
+      request,
+      route,
+      'AUTH_ACCESS_FORBIDDEN',
+      `This route needs ${needs} access; your key has ${principal.access} access.`,
+    );
+  }
   return undefined;
 }

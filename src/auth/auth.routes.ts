@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { AppError } from '../errors.js';
 import { AUTHENTICATED_ERRORS, described, errorResponses } from '../http/schemas.js';
 import type { ApiKeyService } from './api-key.service.js';
-import { actorOf } from './auth.guard.js';
+import { requestActor } from '../audit/actor.js';
 import {
   ApiKeyRecordSchema,
   CreateApiKeySchema,
@@ -21,7 +21,7 @@ interface AuthRoutesDeps {
   tokenRateLimitPerMinute: number;
 }
 
-const L0_MUTATION = { access: 'L0', mutates: true } as const;
+const L0_MUTATION = { access: 'L0', mutates: true, admin: true } as const;
 
 export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app, deps) => {
   app.post(
@@ -72,7 +72,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
   app.get(
     '/auth/api-keys',
     {
-      config: { access: 'L0', mutates: false },
+      config: { access: 'L0', mutates: false, admin: true },
       schema: {
         summary: 'List API keys (never their secrets)',
         tags: ['auth'],
@@ -85,7 +85,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
         },
       },
     },
-    async () => ({ items: await deps.apiKeys.list() }),
+    async (request) => ({ items: await deps.apiKeys.list(request.principal?.projects ?? null) }),
   );
 
   app.post(
@@ -108,8 +108,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
     async (request, reply) => {
       const { record, rawKey } = await deps.apiKeys.create({
         ...request.body,
-        actor: actorOf(request.principal),
+        actor: requestActor(request),
         origin: 'api',
+        scope: request.principal?.projects ?? null,
       });
       return reply.status(201).send({ ...record, apiKey: rawKey });
     },
@@ -129,7 +130,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
         },
       },
     },
-    (request) => deps.apiKeys.revoke(request.body.id, actorOf(request.principal)),
+    (request) =>
+      deps.apiKeys.revoke(
+        request.body.id,
+        requestActor(request),
+        request.principal?.projects ?? null,
+      ),
   );
 
   app.post(
@@ -152,7 +158,8 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesDeps> = async (app,
     async (request, reply) => {
       const { record, rawKey, rotatedFrom } = await deps.apiKeys.rotate(
         request.body.id,
-        actorOf(request.principal),
+        requestActor(request),
+        request.principal?.projects ?? null,
       );
       return reply.status(201).send({ ...record, apiKey: rawKey, rotatedFrom });
     },

@@ -5,6 +5,14 @@ const LevelSchema = Type.Union([Type.Literal('L0'), Type.Literal('L1'), Type.Lit
   description: 'Agent level: L0 executive > L1 manager > L2 worker.',
 });
 
+const AccessSchema = Type.Union(
+  [Type.Literal('read'), Type.Literal('write'), Type.Literal('admin')],
+  {
+    description:
+      'What the key may do: `read` (retrieve, list, get, chunks, markdown, projects, events), `write` (also upload, ingest, index, patch, delete), `admin` (also API keys and the audit trail).',
+  },
+);
+
 export const TokenRequestSchema = Type.Object(
   {
     apiKey: Type.String({ minLength: 1, maxLength: 512, description: 'A raw API key.' }),
@@ -40,6 +48,10 @@ export const ApiKeyRecordSchema = Type.Object({
   replacedBy: Type.Union([Type.String(), Type.Null()], {
     description: 'Successor of a rotated key.',
   }),
+  projects: Type.Union([Type.Array(Type.String()), Type.Null()], {
+    description: 'The projects the key sees and touches; null: every project.',
+  }),
+  access: AccessSchema,
 });
 
 export const CreatedApiKeySchema = Type.Intersect([
@@ -51,6 +63,19 @@ export const CreateApiKeySchema = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
     level: LevelSchema,
+    projects: Type.Optional(
+      Type.Union(
+        [
+          Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+            minItems: 1,
+            maxItems: 100,
+          }),
+          Type.Null(),
+        ],
+        { description: 'Restrict the key to these projects; absent or null: every project.' },
+      ),
+    ),
+    access: Type.Optional({ ...AccessSchema, description: 'Default `admin` (no restriction).' }),
   },
   { additionalProperties: false },
 );

@@ -26,6 +26,8 @@ interface VerifiedClaims {
   apiKeyId: string;
   sub: string;
   exp: number;
+  /** When the key was exchanged (`auth_time`; `iat` for tokens made before it was set). */
+  authTime: number;
   /**
    * Once its key was found active: the key's row, the revocation generation read before that
    * lookup, and the principal. Valid while the generation is unchanged (a revocation or rotation
@@ -43,11 +45,16 @@ export class TokenService {
   /** Verified tokens by their SHA-256 (the token itself is never kept), until they expire. */
   private readonly verified = new Map<string, VerifiedClaims>();
 
+  /** JWT_MAX_SESSION: a session of refreshed tokens ends this long after its key exchange. */
+  private readonly maxSessionSeconds: number;
+
   constructor(
     secret: string,
     private readonly ttlSeconds: number,
     private readonly apiKeys: ApiKeyService,
+    options: { maxSessionSeconds?: number } = {},
   ) {
+    this.maxSessionSeconds = options.maxSessionSeconds ?? Number.POSITIVE_INFINITY;
     this.key = new TextEncoder().encode(secret);
     this.secret = Buffer.from(this.key);
   }
@@ -56,26 +63,38 @@ export class TokenService {
   async issue(rawKey: string, agentId?: string): Promise<IssuedToken> {
     const principal = await this.apiKeys.verify(rawKey);
     if (principal === null) throw new AppError('AUTH_INVALID_API_KEY');
-    return this.mint(principal.apiKeyId, principal.level, agentId ?? principal.apiKeyId);
+    const now = Math.floor(Date.now() / 1000);
+    return this.mint(principal.apiKeyId, principal.level, agentId ?? principal.apiKeyId, now);
   }
 
   /**
    * A fresh token for a caller already authenticated (by a JWT the guard verified, so its key is
    * still active): same key, subject and the key's current level, a new full lifetime. Lets a
-   * client that does not keep the key (the console) stay signed in.
+   * client that does not keep the key (the console) stay signed in, up to JWT_MAX_SESSION after
+   * the key exchange (`auth_time`, kept across refreshes): then 401, and the key is needed again.
    */
   refresh(principal: Principal): Promise<IssuedToken> {
-    return this.mint(principal.apiKeyId, principal.level, principal.subject);
+    const now = Math.floor(Date.now() / 1000);
+    const authTime = principal.authTime ?? now;
+    if (now >= authTime + this.maxSessionSeconds) {
+      throw new AppError(
+        'AUTH_UNAUTHORIZED',
+        'The session has reached its maximum age (JWT_MAX_SESSION); exchange the API key again.',
+      );
+    }
+    return this.mint(principal.apiKeyId, principal.level, principal.subject, authTime);
   }
 
   private async mint(
     apiKeyId: string,
     level: Principal['level'],
     subject: string,
+    authTime: number,
   ): Promise<IssuedToken> {
     const now = Math.floor(Date.now() / 1000);
-    const exp = now + this.ttlSeconds;
-    const token = await new SignJWT({ apiKeyId, level })
+    // Never beyond the session's end.
+    const exp = Math.min(now + this.ttlSeconds, authTime + this.maxSessionSeconds);
+    const token = await new SignJWT({ apiKeyId, level, auth_time: authTime })
       .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
       .setIssuer(ISSUER)
       .setSubject(subject)
@@ -123,7 +142,7 @@ export class TokenService {
     const generation = this.apiKeys.generation();
     const key = await this.apiKeys.activeKey(claims.apiKeyId);
     if (key === null) throw new AppError('AUTH_UNAUTHORIZED', 'The token’s API key was revoked.');
-    const principal = principalOf(key, claims.sub, 'jwt');
+    const principal = principalOf(key, claims.sub, 'jwt', claims.authTime);
     claims.active = generation === null ? undefined : { row: key, generation, principal };
     return principal;
   }
@@ -135,16 +154,17 @@ export class TokenService {
     if (payload === null || payload.iss !== ISSUER) {
       throw new AppError('AUTH_UNAUTHORIZED', 'The token is invalid.');
     }
-    const { apiKeyId, level, sub, exp } = payload;
+    const { apiKeyId, level, sub, exp, iat, auth_time: authTime } = payload;
     if (
       typeof apiKeyId !== 'string' ||
       !isAgentLevel(level) ||
       typeof sub !== 'string' ||
-      typeof exp !== 'number'
+      typeof exp !== 'number' ||
+      (authTime !== undefined && typeof authTime !== 'number')
     ) {
       throw new AppError('AUTH_UNAUTHORIZED', 'The token is invalid.');
     }
-    return { apiKeyId, sub, exp };
+    return { apiKeyId, sub, exp, authTime: authTime ?? (iat as number) };
   }
 }
 

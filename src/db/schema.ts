@@ -33,7 +33,14 @@ export interface ApiKeysTable {
   revoked_at: string | null;
   /** Set on a key revoked by rotation: the id of its successor. */
   replaced_by: string | null;
+  /** The projects the key may see and touch, a JSON array; null: every project (0019). */
+  projects: string | null;
+  /** What the key may do: `read`, `write` or `admin` (0019; existing keys: `admin`). */
+  access: KeyAccess;
 }
+
+/** What a key may do: read < write (documents) < admin (keys, audit). */
+export type KeyAccess = 'read' | 'write' | 'admin';
 
 /**
  * One row (id 1): bumped by every revocation and rotation of a key (migration 0015), so that
@@ -47,12 +54,17 @@ export interface ApiKeyGenerationTable {
 export interface AuditLogTable {
   id: string;
   at: string;
-  /** `api_key:<id>`, `cli` or `system`. */
+  /** `api_key:<id>`, `cli`, `system` or `anonymous`. */
   actor: string;
   action: string;
   target: string;
   /** JSON text. */
   details: string | null;
+  /** The key that acted, and its name then (0019); null for the CLI and the system. */
+  key_id: string | null;
+  key_name: string | null;
+  /** The request it happened in (`x-request-id`), if any. */
+  request_id: string | null;
 }
 
 export type DocumentStatus = 'uploaded' | 'indexing' | 'indexed' | 'failed';

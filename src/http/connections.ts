@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import proxyAddr from '@fastify/proxy-addr';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
@@ -68,19 +69,33 @@ function timeBodies(server: Server, limits: ConnectionLimits, log: FastifyBaseLo
 }
 
 /**
- * At most `maxConnectionsPerClient` open connections per remote address (0: no cap). A connection
- * over the cap gets a 429 and is closed; should its request still be parsed before the close, the
- * `onRequest` hook refuses it too, so no handler runs for it.
+ * Whether a connection from this address comes from a trusted reverse proxy (TRUST_PROXY): its
+ * connections carry many clients, whose own addresses only its X-Forwarded-For tells.
+ */
+export function trustedProxy(trust: ConnectionLimits['trustProxy']): (address: string) => boolean {
+  if (trust === false || trust === 0) return () => false;
+  if (trust === true || typeof trust === 'number') return () => true;
+  const trusted = proxyAddr.compile(trust);
+  return (address) => trusted(address, 0);
+}
+
+/**
+ * At most `maxConnectionsPerClient` open connections per remote address (0: no cap), except from
+ * a trusted proxy (whose clients the proxy caps). A connection over the cap gets a 429 and is
+ * closed; should its request still be parsed before the close, the `onRequest` hook refuses it
+ * too, so no handler runs for it.
  */
 function capConnections(app: FastifyInstance, limits: ConnectionLimits): void {
   const max = limits.maxConnectionsPerClient;
   if (max === 0) return;
+  const fromProxy = trustedProxy(limits.trustProxy);
   const open = new Map<string, number>();
   const refused = new WeakSet<Socket>();
   const message = `This client already has ${max} open connections; close some and retry.`;
   // Before Node's own listener, so the refusal is the first thing written on the socket.
   app.server.prependListener('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? 'unknown';
+    if (socket.remoteAddress !== undefined && fromProxy(address)) return;
     const count = (open.get(address) ?? 0) + 1;
     if (count > max) {
       refused.add(socket);

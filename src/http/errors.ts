@@ -5,6 +5,7 @@
 import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { AppError, ERROR_CATALOGUE, type ErrorBody, type ErrorCode } from '../errors.js';
+import { redactText } from './redact.js';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
@@ -68,11 +69,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
     // An outage fails every request alike: one line each, without a stack trace.
     if (body.code === 'DATABASE_UNAVAILABLE') {
       request.log.warn(
-        { code: body.code, cause: (error as Error).message },
+        { code: body.code, cause: redactText((error as Error).message) },
         'database unavailable',
       );
     } else if (body.statusCode >= 500) request.log.error({ err: error }, 'request failed');
-    else request.log.info({ code: body.code, statusCode: body.statusCode }, body.message);
+    else
+      request.log.info({ code: body.code, statusCode: body.statusCode }, redactText(body.message));
     return reply.status(body.statusCode).send(body);
   });
 

@@ -96,10 +96,16 @@ interface PinoInternals {
   [key: symbol]: unknown;
 }
 
-/** Whether an object (pino's serializers or stringifiers) has none of the line's keys. */
+/**
+ * Whether an object (pino's serializers or stringifiers) has nothing for the line's keys (a key
+ * set to undefined, as a child logger unsets an inherited serializer, changes nothing).
+ */
 function ownNone(object: unknown): boolean {
   if (typeof object !== 'object' || object === null) return true;
-  return KEYS.every((key) => !Object.prototype.hasOwnProperty.call(object, key));
+  const entries = object as Record<string, unknown>;
+  return KEYS.every(
+    (key) => !Object.prototype.hasOwnProperty.call(object, key) || entries[key] === undefined,
+  );
 }
 
 /**

@@ -30,6 +30,7 @@ import {
   type RequestLineLevel,
   type RequestLineWriter,
 } from './request-line.js';
+import { redactUrl } from './redact.js';
 
 /** A read that takes this long or longer is logged at `info` even when it succeeds. */
 export const SLOW_REQUEST_MS = 1000;
@@ -55,6 +56,15 @@ export function requestLineLevel(
   return routine ? 'debug' : 'info';
 }
 
+/**
+ * The logger of request lines: the root's, without redaction and without its `req` serializer
+ * (the line's fields are already what that serializer writes, the URL redacted).
+ */
+export function lineLogger(root: FastifyBaseLogger): FastifyBaseLogger {
+  const unset = { req: undefined } as unknown as Record<string, (value: unknown) => unknown>;
+  return root.child({}, { redact: [], serializers: unset });
+}
+
 export class RequestLog extends LogController {
   /** The root logger without redaction: for the request line, which holds no secret. */
   private readonly lines: FastifyBaseLogger;
@@ -66,7 +76,7 @@ export class RequestLog extends LogController {
     private readonly mode: Config['logRequests'],
   ) {
     super();
-    this.lines = root.child({}, { redact: [] });
+    this.lines = lineLogger(root);
     this.fast = lineWriter(this.lines);
   }
 
@@ -96,7 +106,7 @@ export class RequestLog extends LogController {
     const fields: RequestLineFields = {
       reqId: request.id,
       method: request.method,
-      url: request.url,
+      url: redactUrl(request.url),
       version: versionOf(request),
       host: request.host,
       remoteAddress: request.ip,

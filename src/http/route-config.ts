@@ -17,5 +17,14 @@ declare module 'fastify' {
      * load-shedding slot while it stays open (the route caps its own streams).
      */
     stream?: boolean;
+    /** Needs a key with `admin` access (keys, audit); otherwise `write` if it mutates, else `read`. */
+    admin?: boolean;
+    /** Its `:id` is a document's: a key restricted to projects reaches only theirs (else 404). */
+    document?: boolean;
+    /**
+     * Acts on every project unless the request names one (re-index): a key restricted to projects
+     * must name one of its own.
+     */
+    everyProject?: boolean;
   }
 }

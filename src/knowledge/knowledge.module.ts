@@ -183,6 +183,7 @@ export async function createKnowledgeModule(
     rerankCandidates: config.rerank.candidates,
     rerankTimeoutMs: config.rerank.timeoutMs,
     models,
+    documentsOf: (projects) => documents.idsInProjects(projects),
   });
   const ingest = new IngestService({
     documents,

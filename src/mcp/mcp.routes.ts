@@ -66,6 +66,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{
       const server = createMcpServer(api, {
         version,
         projectId: request.query.projectId,
+        canWrite: request.principal?.access !== 'read',
         ...(addWaitMs === undefined ? {} : { addWaitMs }),
       });
       const transport = new StreamableHTTPServerTransport({

@@ -13,6 +13,8 @@ export interface McpServerOptions {
   projectId?: string | undefined;
   /** How long add_text_document waits for indexing (default 60 s). */
   addWaitMs?: number;
+  /** False for a key with read access: add_text_document is not offered. */
+  canWrite?: boolean;
 }
 
 const INSTRUCTIONS =
@@ -27,7 +29,10 @@ export function createMcpServer(api: KnowledgeApi, options: McpServerOptions): M
     },
     { instructions: INSTRUCTIONS },
   );
-  registerTools(server, api, { addWaitMs: options.addWaitMs ?? 60_000 });
+  registerTools(server, api, {
+    addWaitMs: options.addWaitMs ?? 60_000,
+    canWrite: options.canWrite ?? true,
+  });
   registerResources(server, api, { projectId: options.projectId });
   return server;
 }

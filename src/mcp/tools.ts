@@ -19,6 +19,8 @@ export const READ_MAX_CHARS = 20_000;
 export interface ToolOptions {
   /** How long add_text_document waits for the document to become searchable. */
   addWaitMs: number;
+  /** Whether the caller's key may write: a read-only key is offered the read tools only. */
+  canWrite?: boolean;
 }
 
 const READ_ONLY = { readOnlyHint: true, openWorldHint: false } as const;
@@ -265,6 +267,7 @@ export function registerTools(server: McpServer, api: KnowledgeApi, options: Too
       }),
   );
 
+  if (options.canWrite === false) return;
   server.registerTool(
     'add_text_document',
     {

@@ -86,7 +86,7 @@ describe('console', () => {
     );
     expect(everything).not.toContain(KEY);
     const nav = t.w.page.getByRole('navigation', { name: 'Main' });
-    for (const name of ['Documents', 'Search', 'API keys', 'System']) {
+    for (const name of ['Documents', 'Search', 'API keys', 'Audit', 'System']) {
       await expect.poll(() => nav.getByRole('link', { name, exact: true }).count()).toBe(1);
     }
     // Keyboard: Tab reaches the Search link, Enter follows it.
@@ -244,6 +244,52 @@ describe('console', () => {
       });
       expect(res.status()).toBe(401);
     }
+  });
+
+  it('creates a read-only key for one project; the Audit page shows who did what, filtered', async () => {
+    await t.w.page.getByRole('link', { name: 'API keys', exact: true }).click();
+    await t.w.page.getByLabel('Name', { exact: true }).fill('ops reader');
+    await t.w.page.getByLabel('Level', { exact: true }).selectOption('L0');
+    await t.w.page.getByLabel('Access', { exact: true }).selectOption('read');
+    await t.w.page.getByLabel('Projects', { exact: true }).fill('ops');
+    await t.w.page.getByRole('button', { name: 'Create key', exact: true }).click();
+    const raw = t.w.page.getByLabel('New API key', { exact: true });
+    const reader = await raw.inputValue();
+    await t.w.page.getByRole('button', { name: 'Done', exact: true }).click();
+    const row = t.w.page.getByRole('row').filter({ hasText: 'ops reader' });
+    await row.getByRole('cell', { name: 'read · ops', exact: true }).waitFor();
+    // The key is what the console said: it may read ops, nothing else, and not change anything.
+    const headers = { 'x-api-key': reader };
+    const list = await t.w.page.request.get(`${t.server.url}/api/v1/knowledge/documents`, {
+      headers,
+    });
+    expect(list.status()).toBe(200);
+    const other = await t.w.page.request.get(
+      `${t.server.url}/api/v1/knowledge/documents?projectId=elsewhere`,
+      { headers },
+    );
+    expect(other.status()).toBe(403);
+    const upload = await t.w.page.request.post(`${t.server.url}/api/v1/knowledge/documents/text`, {
+      headers,
+      data: { name: 'x.md', text: 'x', projectId: 'ops' },
+    });
+    expect(upload.status()).toBe(403);
+
+    await t.w.page.getByRole('link', { name: 'Audit', exact: true }).click();
+    await t.w.page.getByRole('heading', { name: 'Audit', level: 1 }).waitFor();
+    const table = t.w.page.getByRole('table');
+    await table.getByText('access.refused').first().waitFor();
+    await table.getByText('api_key.create').first().waitFor();
+    await table.getByText('document.create').first().waitFor();
+    await t.w.page.getByLabel('Action', { exact: true }).selectOption('access.refused');
+    await expect
+      .poll(async () => {
+        const actions = await table.locator('tbody tr td:nth-child(2)').allTextContents();
+        return actions.length > 0 && actions.every((a) => a.trim() === 'access.refused');
+      })
+      .toBe(true);
+    await table.getByRole('cell', { name: 'ops reader', exact: true }).first().waitFor();
+    await screenshots(t.w.page, 'audit');
   });
 
   it('shows the system: health, converter, embedding model, counts', async () => {

@@ -1,3 +1,4 @@
+import { CLI } from '../../src/audit/actor.js';
 import { SignJWT, UnsecuredJWT, base64url } from 'jose';
 import { generateKeyPairSync } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -231,7 +232,7 @@ describe('POST /auth/token', () => {
         new ApiKeyRepository(database.db),
         t.ctx.secrets.apiKeySalt,
       );
-      await elsewhere.revoke(other.id, 'test');
+      await elsewhere.revoke(other.id, CLI);
     } finally {
       await database.close();
     }

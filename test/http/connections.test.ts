@@ -160,6 +160,43 @@ describe('connections per client address', () => {
   });
 });
 
+describe('behind a reverse proxy (TRUST_PROXY)', () => {
+  const forwarded = (address: string) =>
+    `GET /api/v1/knowledge/commands HTTP/1.1\r\nhost: x\r\nx-forwarded-for: ${address}\r\n` +
+    `connection: close\r\n\r\n`;
+  const loggedAddresses = (app: TestApp) =>
+    app.logs.lines
+      .map((l) => JSON.parse(l) as { req?: { url?: string; remoteAddress?: string } })
+      .filter((l) => l.req?.url === '/api/v1/knowledge/commands')
+      .map((l) => l.req?.remoteAddress);
+
+  it('takes the client address from X-Forwarded-For and does not cap the proxy', async () => {
+    const app = await start({
+      TRUST_PROXY: '127.0.0.1',
+      MAX_CONNECTIONS_PER_CLIENT: '2',
+      LOG_REQUESTS: 'all',
+    });
+    // The proxy holds more connections than one client may: none is refused.
+    const held = Array.from({ length: 4 }, () => connect(port, '127.0.0.1'));
+    sockets.push(...held);
+    await Promise.all(held.map((socket) => new Promise((r) => socket.once('connect', r))));
+    const reply = await converse([forwarded('203.0.113.7')]);
+    expect(statusAndBody(reply.response).status).toBe(401);
+    expect(loggedAddresses(app)).toEqual(['203.0.113.7']);
+  });
+
+  it('without it, X-Forwarded-For is ignored and the cap holds', async () => {
+    const app = await start({ MAX_CONNECTIONS_PER_CLIENT: '2', LOG_REQUESTS: 'all' });
+    const reply = await converse([forwarded('203.0.113.7')]);
+    expect(statusAndBody(reply.response).status).toBe(401);
+    expect(loggedAddresses(app)).toEqual(['127.0.0.1']);
+    const held = Array.from({ length: 2 }, () => connect(port, '127.0.0.1'));
+    sockets.push(...held);
+    await Promise.all(held.map((socket) => new Promise((r) => socket.once('connect', r))));
+    expect(statusAndBody((await converse([forwarded('203.0.113.7')])).response).status).toBe(429);
+  });
+});
+
 describe('malformed requests get catalogue errors and no echo', () => {
   const ECHO = 'ECHO-ME-7f3a';
   const cases: [string, string, number, string][] = [

@@ -128,3 +128,29 @@ describe('parseDuration', () => {
     expect(() => parseDuration('1w')).toThrow();
   });
 });
+
+describe('TRUST_PROXY, JWT_MAX_SESSION, AUDIT_RETENTION_DAYS', () => {
+  it('reads a hop count, true, or proxy addresses; refuses what is none of these', () => {
+    const trust = (value: string) => loadConfig({ TRUST_PROXY: value }, dir).http.trustProxy;
+    expect(loadConfig({}, dir).http.trustProxy).toBe(false);
+    expect(trust('false')).toBe(false);
+    expect(trust('true')).toBe(true);
+    expect(trust('2')).toBe(2);
+    expect(trust('10.0.0.0/8, loopback,192.168.1.7')).toEqual([
+      '10.0.0.0/8',
+      'loopback',
+      '192.168.1.7',
+    ]);
+    expect(problems({ TRUST_PROXY: 'not-an-address' })).toEqual([
+      expect.stringMatching(/^TRUST_PROXY: .*not-an-address/),
+    ]);
+  });
+
+  it('defaults: a 12-hour session, a year of audit', () => {
+    const config = loadConfig({}, dir);
+    expect(config.jwtMaxSessionSeconds).toBe(12 * 3600);
+    expect(config.auditRetentionDays).toBe(365);
+    expect(loadConfig({ JWT_MAX_SESSION: '30m' }, dir).jwtMaxSessionSeconds).toBe(1800);
+    expect(problems({ AUDIT_RETENTION_DAYS: '0' })).toHaveLength(1);
+  });
+});

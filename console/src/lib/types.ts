@@ -8,6 +8,7 @@ import type {
   CreatedApiKeySchema,
   TokenResponseSchema,
 } from '../../../src/auth/auth.schemas.js';
+import type { AuditPageSchema } from '../../../src/audit/audit.schemas.js';
 import type { HealthSchema } from '../../../src/health/health.schemas.js';
 import type { BatchResultSchema } from '../../../src/knowledge/ingest/ingest.schemas.js';
 import type {
@@ -38,6 +39,8 @@ export type { MarkdownResult } from '../../../src/knowledge/markdown/markdown.sc
 export type ApiKeyRecord = Static<typeof ApiKeyRecordSchema>;
 export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
 export type TokenResponse = Static<typeof TokenResponseSchema>;
+export type AuditPage = Static<typeof AuditPageSchema>;
+export type AuditItem = AuditPage['items'][number];
 export type Health = Static<typeof HealthSchema>;
 export type DocumentPage = Static<typeof DocumentPageSchema>;
 export type Projects = Static<typeof ProjectsSchema>;
@@ -47,6 +50,7 @@ export type Commands = Static<typeof CommandsSchema>;
 export type BatchResult = Static<typeof BatchResultSchema>;
 export type RetrieveResult = Static<typeof RetrieveResultSchema>;
 export type Level = ApiKeyRecord['level'];
+export type KeyAccess = ApiKeyRecord['access'];
 
 /** The error body every failed API call answers with. */
 export interface ErrorBody {

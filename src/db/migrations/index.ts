@@ -18,6 +18,7 @@ import * as m0015 from './0015_postings_and_key_generation.js';
 import * as m0016 from './0016_keyword_generation.js';
 import * as m0017 from './0017_vector_centres.js';
 import * as m0018 from './0018_identifier_keywords.js';
+import * as m0019 from './0019_key_scopes_and_audit.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   { name: '0001_auth', up: m0001.up },
@@ -38,4 +39,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0016_keyword_generation', up: m0016.up },
   { name: '0017_vector_centres', up: m0017.up },
   { name: '0018_identifier_keywords', up: m0018.up },
+  { name: '0019_key_scopes_and_audit', up: m0019.up },
 ];

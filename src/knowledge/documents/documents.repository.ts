@@ -44,6 +44,8 @@ export function orderOf(order: DocumentOrder): {
 
 export interface DocumentQuery {
   projectId?: string;
+  /** Only documents of these projects (a key restricted to them); null or absent: every one. */
+  projects?: readonly string[] | null;
   status?: DocumentStatus;
   /** Only documents whose chunks were embedded with another model than this one. */
   staleFor?: string;
@@ -79,6 +81,29 @@ export class DocumentsRepository {
   }
 
   /** Which of `ids` are documents (one query per 500 ids). */
+  /** The visible documents of these projects. */
+  async idsInProjects(projects: readonly string[]): Promise<string[]> {
+    if (projects.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('knowledge_documents')
+      .select('id')
+      .where('project_id', 'in', [...projects])
+      .where('status', '!=', HIDDEN)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  /** A visible document's project (null: none); undefined when there is no such document. */
+  async projectOf(id: string): Promise<string | null | undefined> {
+    const row = await this.db
+      .selectFrom('knowledge_documents')
+      .select('project_id')
+      .where('id', '=', id)
+      .where('status', '!=', HIDDEN)
+      .executeTakeFirst();
+    return row?.project_id;
+  }
+
   async existingIds(ids: readonly string[]): Promise<Set<string>> {
     const found = new Set<string>();
     for (let i = 0; i < ids.length; i += 500) {
@@ -104,6 +129,7 @@ export class DocumentsRepository {
   list(query: DocumentQuery): Promise<DocumentRow[]> {
     let q = this.db.selectFrom('knowledge_documents').selectAll().where('status', '!=', HIDDEN);
     if (query.projectId !== undefined) q = q.where('project_id', '=', query.projectId);
+    if (query.projects != null) q = q.where('project_id', 'in', [...query.projects]);
     if (query.status !== undefined) q = q.where('status', '=', query.status);
     if (query.staleFor !== undefined) {
       q = q.where('embedding_model', 'is not', null).where('embedding_model', '!=', query.staleFor);

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { described } from '../../http/schemas.js';
 import type { KnowledgeModule } from '../knowledge.module.js';
-import { errors, READ, tags, WRITE } from '../route-options.js';
+import { errors, projectsOf, READ, READ_DOCUMENT, tags, WRITE_DOCUMENT } from '../route-options.js';
 import {
   ChunkSchema,
   DocumentPageSchema,
@@ -33,7 +33,7 @@ export const documentsRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
     async (request) => {
       const { stale, ...query } = request.query;
       const staleFor = stale === true ? { staleFor: knowledge.embedder.model } : {};
-      return knowledge.documents.list({ ...query, ...staleFor });
+      return knowledge.documents.list({ ...query, ...staleFor, projects: projectsOf(request) });
     },
   );
 
@@ -47,7 +47,7 @@ export const documentsRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         response: { 200: ProjectsSchema, ...errors() },
       },
     },
-    async () => ({ items: await knowledge.documents.projects() }),
+    async (request) => ({ items: await knowledge.documents.projects(projectsOf(request)) }),
   );
 
   app.get(
@@ -84,7 +84,7 @@ export const documentsRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
   app.get(
     '/knowledge/documents/:id',
     {
-      config: READ,
+      config: READ_DOCUMENT,
       schema: {
         summary: 'One document',
         tags,
@@ -98,7 +98,7 @@ export const documentsRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
   app.get(
     '/knowledge/documents/:id/chunks',
     {
-      config: READ,
+      config: READ_DOCUMENT,
       schema: {
         summary: 'Chunks of a document in chunkIndex order',
         tags,
@@ -118,7 +118,7 @@ export const documentsRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
   app.patch(
     '/knowledge/documents/:id',
     {
-      config: WRITE,
+      config: { ...WRITE_DOCUMENT, audit: 'document.update' },
       schema: {
         summary: 'Rename a document and/or replace its metadata',
         description: '`metadata` replaces the whole object.',
@@ -134,7 +134,7 @@ export const documentsRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
   app.delete(
     '/knowledge/documents/:id',
     {
-      config: WRITE,
+      config: { ...WRITE_DOCUMENT, audit: 'document.delete' },
       schema: {
         summary: 'Delete a document with its chunks, vectors and files',
         tags,

@@ -34,6 +34,30 @@ export interface UploadInput {
   metadata?: DocumentMetadata;
   /** The type to record instead of the detected one (text ingest: `md` or `txt`). */
   fileType?: { fileType: string; mimeType: string };
+  /** The projects the creating key reaches (null or absent: every project): see projectFor. */
+  projects?: readonly string[] | null;
+}
+
+/**
+ * The project a new document goes to for a key restricted to `projects`: the one asked for if
+ * the key reaches it, else 403; none asked: the key's only project, or 403 asking to name one.
+ */
+export function projectFor(
+  asked: string | undefined,
+  projects: readonly string[] | null | undefined,
+): string | undefined {
+  if (projects == null) return asked;
+  if (asked === undefined) {
+    if (projects.length === 1) return projects[0];
+    throw new AppError(
+      'AUTH_PROJECT_FORBIDDEN',
+      `Your key reaches projects ${projects.join(', ')}: name one (projectId).`,
+    );
+  }
+  if (!projects.includes(asked)) {
+    throw new AppError('AUTH_PROJECT_FORBIDDEN', `Your key may not reach project "${asked}".`);
+  }
+  return asked;
 }
 
 /** The serialised metadata, or 400 when it is over METADATA_LIMITS.bytes (the schema checks the rest). */
@@ -127,9 +151,10 @@ export class DocumentsService {
   async create(input: UploadInput): Promise<{ document: KnowledgeDocument; created: boolean }> {
     const { file } = input;
     try {
+      const projectId = projectFor(input.projectId, input.projects);
       const metadata = metadataJson(input.metadata);
       if (file.size === 0) throw new AppError('KNOWLEDGE_DOCUMENT_EMPTY');
-      const projectKey = input.projectId ?? '';
+      const projectKey = projectId ?? '';
       const existing = await this.repo.findByChecksum(projectKey, file.checksum);
       if (existing !== undefined) return { document: toDocument(existing), created: false };
 
@@ -146,7 +171,7 @@ export class DocumentsService {
           file_type: fileType,
           mime_type: mimeType,
           source: input.source ?? 'upload',
-          project_id: input.projectId ?? null,
+          project_id: projectId ?? null,
           project_key: projectKey,
           version: 1,
           status: 'uploaded',
@@ -207,12 +232,13 @@ export class DocumentsService {
    * The projects in use (documents without a project: one row, `projectId` null, first), with
    * their documents, current chunks and newest `updatedAt`.
    */
-  async projects(): Promise<ProjectSummary[]> {
+  async projects(only: readonly string[] | null = null): Promise<ProjectSummary[]> {
     const [documents, chunks] = await Promise.all([
       this.repo.projectCounts(),
       this.store.chunkCountsByProject(),
     ]);
     return documents
+      .filter((d) => only === null || (d.projectId !== null && only.includes(d.projectId)))
       .map((d) => ({ ...d, chunkCount: chunks.get(d.projectId) ?? 0 }))
       .sort((a, b) =>
         a.projectId === b.projectId
@@ -232,6 +258,16 @@ export class DocumentsService {
     const { byStatus, stale } = await this.repo.counts(activeModel);
     const total = Object.values(byStatus).reduce((a, b) => a + b, 0);
     return { total, ...byStatus, stale };
+  }
+
+  /** The visible documents of these projects. */
+  idsInProjects(projects: readonly string[]): Promise<string[]> {
+    return this.repo.idsInProjects(projects);
+  }
+
+  /** A document's project (null: none); undefined when there is no such document. */
+  projectOf(id: string): Promise<string | null | undefined> {
+    return this.repo.projectOf(id);
   }
 
   private async getRow(id: string) {

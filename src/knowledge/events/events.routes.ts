@@ -11,7 +11,7 @@ import { Type } from 'typebox';
 import { AppError } from '../../errors.js';
 import { DOCUMENT_EVENTS, type DocumentEvent } from './events.js';
 import type { KnowledgeModule } from '../knowledge.module.js';
-import { errors, READ, tags } from '../route-options.js';
+import { errors, projectsOf, READ, tags } from '../route-options.js';
 
 const EventsQuerySchema = Type.Object({
   projectId: Type.Optional(
@@ -63,9 +63,14 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
         throw new AppError('OVERLOADED', `This instance has ${maxStreams} event streams open.`);
       }
       const { projectId } = request.query;
+      // A key restricted to projects hears only theirs (a projectId outside: 403 by the guard).
+      const projects = projectsOf(request);
       const stream = new PassThrough();
       const unsubscribe = knowledge.events.subscribe((event) => {
-        if (projectId === undefined || event.projectId === projectId) {
+        if (
+          (projectId === undefined || event.projectId === projectId) &&
+          (projects === null || (event.projectId !== null && projects.includes(event.projectId)))
+        ) {
           stream.write(formatEvent(event));
         }
       });

@@ -21,7 +21,7 @@ export const indexingRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMod
   app.post(
     '/knowledge/documents/reindex',
     {
-      config: WRITE,
+      config: { ...WRITE, everyProject: true, audit: 'documents.reindex' },
       schema: {
         summary: 'Re-index the stale documents (after a change of the embedding model)',
         description:
@@ -46,7 +46,7 @@ export const indexingRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMod
   app.post(
     '/knowledge/documents/:id/index',
     {
-      config: WRITE,
+      config: { ...WRITE, document: true, audit: 'document.index' },
       schema: {
         summary: 'Convert, chunk, embed and index a document',
         description:

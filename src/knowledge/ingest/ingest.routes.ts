@@ -5,7 +5,7 @@ import { toErrorBody } from '../../http/errors.js';
 import { described } from '../../http/schemas.js';
 import { DocumentSchema } from '../documents/documents.schemas.js';
 import type { KnowledgeModule } from '../knowledge.module.js';
-import { errors, tags, WRITE } from '../route-options.js';
+import { errors, projectsOf, tags, WRITE } from '../route-options.js';
 import {
   BatchFormSchema,
   BatchResultSchema,
@@ -37,6 +37,7 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
       {
         config: {
           ...WRITE,
+          audit: 'document.create',
           // The form is documented, not validated: the handler streams the parts itself.
           swaggerTransform: ({ schema, url }) => ({
             schema: { ...schema, body: UploadFormWithIndexSchema },
@@ -76,7 +77,11 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
           throw error;
         }
         const { document, created } = await knowledge.ingest.add(
-          { ...input, ...(options.metadata === undefined ? {} : { metadata: options.metadata }) },
+          {
+            ...input,
+            ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+            projects: projectsOf(request),
+          },
           options.index,
         );
         return reply.status(created ? 201 : 200).send(document);
@@ -88,6 +93,7 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
       {
         config: {
           ...WRITE,
+          audit: 'document.create',
           swaggerTransform: ({ schema, url }) => ({
             schema: { ...schema, body: BatchFormSchema },
             url,
@@ -119,7 +125,7 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
           await discardAll(parts);
           throw error;
         }
-        const outcomes = await knowledge.ingest.addBatch(parts, options);
+        const outcomes = await knowledge.ingest.addBatch(parts, options, projectsOf(request));
         return {
           items: outcomes.map(({ name, result, error }) => {
             if (result !== undefined) {
@@ -136,7 +142,7 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
   app.post(
     '/knowledge/documents/text',
     {
-      config: WRITE,
+      config: { ...WRITE, audit: 'document.create' },
       // The text may be as large as an upload; JSON escaping may double it.
       bodyLimit: knowledge.uploadMaxBytes * 2 + 64 * 1024,
       schema: {
@@ -156,7 +162,10 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
       },
     },
     async (request, reply) => {
-      const { document, created } = await knowledge.ingest.addText(request.body);
+      const { document, created } = await knowledge.ingest.addText(
+        request.body,
+        projectsOf(request),
+      );
       return reply.status(created ? 201 : 200).send(document);
     },
   );
@@ -164,7 +173,7 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
   app.post(
     '/knowledge/documents/url',
     {
-      config: WRITE,
+      config: { ...WRITE, audit: 'document.create' },
       schema: {
         summary: 'Create a document from a URL the server fetches',
         description:
@@ -182,7 +191,10 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModul
       },
     },
     async (request, reply) => {
-      const { document, created } = await knowledge.ingest.addUrl(request.body);
+      const { document, created } = await knowledge.ingest.addUrl(
+        request.body,
+        projectsOf(request),
+      );
       return reply.status(created ? 201 : 200).send(document);
     },
   );

@@ -10,6 +10,7 @@ import { AppError } from '../../errors.js';
 import {
   metadataJson,
   type DocumentsService,
+  projectFor,
   type UploadInput,
 } from '../documents/documents.service.js';
 import type { IndexingService } from '../indexing/indexing.service.js';
@@ -146,7 +147,11 @@ export class IngestService {
   }
 
   /** Each received file in part order; one file's failure is its own item, never the batch's. */
-  async addBatch(parts: readonly BatchPart[], options: IngestOptions): Promise<BatchOutcome[]> {
+  async addBatch(
+    parts: readonly BatchPart[],
+    options: IngestOptions,
+    projects: readonly string[] | null = null,
+  ): Promise<BatchOutcome[]> {
     const outcomes: BatchOutcome[] = [];
     for (const part of parts) {
       if (part.file === undefined) {
@@ -154,7 +159,12 @@ export class IngestService {
         continue;
       }
       try {
-        const input = { ...this.uploadInput(options), file: part.file, fileName: part.name };
+        const input = {
+          ...this.uploadInput(options),
+          projects,
+          file: part.file,
+          fileName: part.name,
+        };
         outcomes.push({ name: part.name, result: await this.add(input, options.index) });
       } catch (error) {
         if (!(error instanceof AppError)) {
@@ -167,7 +177,8 @@ export class IngestService {
   }
 
   /** A document from text: `md` when the name ends in `.md`, else `txt`; same size limit. */
-  async addText(body: TextBody): Promise<Ingested> {
+  async addText(body: TextBody, projects: readonly string[] | null = null): Promise<Ingested> {
+    const projectId = projectFor(body.projectId, projects);
     const bytes = Buffer.from(body.text, 'utf8');
     if (bytes.length > this.deps.uploadMaxBytes) throw this.tooLarge()();
     const markdown = /\.md$/i.test(body.name);
@@ -178,7 +189,7 @@ export class IngestService {
     );
     return this.add(
       {
-        ...this.uploadInput(body),
+        ...this.uploadInput({ ...body, ...optional('projectId', projectId) }),
         source: body.source ?? 'text',
         file,
         fileName: body.name,
@@ -191,7 +202,9 @@ export class IngestService {
   }
 
   /** A document fetched from a URL (see url-fetch.ts); `source` defaults to the URL. */
-  async addUrl(body: UrlBody): Promise<Ingested> {
+  async addUrl(body: UrlBody, projects: readonly string[] | null = null): Promise<Ingested> {
+    // Before fetching: a key that may not add here makes the server fetch nothing.
+    const projectId = projectFor(body.projectId, projects);
     metadataJson(body.metadata);
     const { uploadMaxBytes: maxBytes, urlTimeoutMs: timeoutMs } = this.deps;
     const fetched = await fetchUrl(body.url, {
@@ -211,7 +224,7 @@ export class IngestService {
     const format = formatOfContentType(fetched.contentType);
     return this.add(
       {
-        ...this.uploadInput(body),
+        ...this.uploadInput({ ...body, ...optional('projectId', projectId) }),
         source: body.source ?? body.url,
         file,
         fileName: body.name ?? nameOfUrl(fetched.url),

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { described } from '../../http/schemas.js';
 import { IdParamsSchema } from '../documents/documents.schemas.js';
 import type { KnowledgeModule } from '../knowledge.module.js';
-import { errors, READ, tags } from '../route-options.js';
+import { errors, READ_DOCUMENT, tags } from '../route-options.js';
 import { MarkdownQuerySchema, MarkdownResultSchema } from './markdown.schemas.js';
 
 export const markdownRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModule }> = async (
@@ -13,7 +13,7 @@ export const markdownRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMod
   app.get(
     '/knowledge/documents/:id/markdown',
     {
-      config: READ,
+      config: READ_DOCUMENT,
       schema: {
         summary: 'The converted markdown of a document: whole, a page range or a chunk range',
         description:

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { described } from '../../http/schemas.js';
 import type { KnowledgeModule } from '../knowledge.module.js';
-import { errors, READ, tags } from '../route-options.js';
+import { errors, projectsOf, READ, tags } from '../route-options.js';
 import { RetrieveBodySchema, RetrieveResultSchema } from './retrieval.schemas.js';
 
 export const retrievalRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeModule }> = async (
@@ -22,6 +22,6 @@ export const retrievalRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeMo
         response: { 200: described('The hits, best first.', RetrieveResultSchema), ...errors() },
       },
     },
-    (request) => knowledge.retrieval.retrieve(request.body),
+    (request) => knowledge.retrieval.retrieve(request.body, projectsOf(request)),
   );
 };

@@ -89,6 +89,8 @@ export interface RetrievalOptions {
    * (embeddings/model-switch.ts); absent: always the embedder.
    */
   models?: { serving(): EmbeddingProvider };
+  /** The visible documents of these projects (a key restricted to several searches only them). */
+  documentsOf?: (projects: readonly string[]) => Promise<string[]>;
 }
 
 export class RetrievalService {
@@ -112,13 +114,23 @@ export class RetrievalService {
     return this.store.warm(this.serving().model);
   }
 
-  async retrieve(body: RetrieveBody): Promise<RetrievalResult> {
+  /**
+   * `projects`: the projects the caller's key reaches (null: every one). A key restricted to them
+   * searches only them: its one project, or the documents of its projects (with any `documentId`
+   * given, those of them); a `projectId` outside them the guard refused (403).
+   */
+  async retrieve(
+    body: RetrieveBody,
+    projects: readonly string[] | null = null,
+  ): Promise<RetrievalResult> {
     const query = body.query.trim();
     if (query === '') throw new AppError('KNOWLEDGE_QUERY_REQUIRED');
     if (body.rerank === true && this.reranker === null) {
       throw new AppError('KNOWLEDGE_RERANK_UNAVAILABLE');
     }
-    const filter = searchFilter(body);
+    const filter = await this.scoped(searchFilter(body), projects);
+    if (filter === null)
+      return { query: body.query, topK: body.topK, mode: body.mode, reranked: false, items: [] };
     // Reranking (asked for, or by default when a reranker is configured; skipped while it is
     // cooling down after a failure) ranks a deeper list: RERANK_CANDIDATES of the best hits,
     // without minScore, which then applies to the reranker's relevance instead.
@@ -170,6 +182,22 @@ export class RetrievalService {
       reranked,
       items: ranked.map((r) => toHit(r.chunk, r.score, highlightRanges(r.chunk.content, lexemes))),
     };
+  }
+
+  /** The filter narrowed to `projects`; null when nothing the key reaches can match. */
+  private async scoped(
+    filter: SearchFilter,
+    projects: readonly string[] | null,
+  ): Promise<SearchFilter | null> {
+    if (projects === null) return filter;
+    if (filter.projectId !== undefined) return projects.includes(filter.projectId) ? filter : null;
+    const [only] = projects;
+    if (projects.length === 1 && only !== undefined) return { ...filter, projectId: only };
+    const reachable = await (this.options.documentsOf?.(projects) ?? Promise.resolve([]));
+    const asked = filter.documentIds;
+    const reach = new Set(reachable);
+    const ids = asked === undefined ? reachable : asked.filter((id) => reach.has(id));
+    return ids.length === 0 ? null : { ...filter, documentIds: ids };
   }
 
   /**

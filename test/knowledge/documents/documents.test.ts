@@ -1,3 +1,4 @@
+import { CLI } from '../../../src/audit/actor.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -233,7 +234,7 @@ describe('list and get', () => {
     const worker = await t.ctx.apiKeys.create({
       name: 'w',
       level: 'L1',
-      actor: 'test',
+      actor: CLI,
       origin: 'cli',
     });
     const res = await t.app.inject({

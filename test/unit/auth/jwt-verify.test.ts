@@ -119,12 +119,15 @@ describe('TokenService.verify with its cache of verified tokens', () => {
     try {
       const { token } = await tokens.refresh({
         apiKeyId: 'key-1',
+        keyName: 'k',
+        access: 'admin',
+        projects: null,
         level: 'L1',
         subject: 'agent-1',
         method: 'jwt',
       });
       for (let i = 0; i < 3; i++) {
-        expect(await tokens.verify(token)).toEqual({
+        expect(await tokens.verify(token)).toMatchObject({
           apiKeyId: 'key-1',
           level: 'L1',
           subject: 'agent-1',
@@ -156,7 +159,14 @@ describe('TokenService.verify with its cache of verified tokens', () => {
     let generation = 7;
     let touchDue = false;
     const apiKeys = {
-      activeKey: (id: string) => Promise.resolve({ id, level: 'L2' } as ApiKeyRow),
+      activeKey: (id: string) =>
+        Promise.resolve({
+          id,
+          name: 'k',
+          level: 'L2',
+          access: 'admin',
+          projects: null,
+        } as ApiKeyRow),
       generation: () => generation,
       touchDue: () => touchDue,
     } as unknown as ApiKeyService;
@@ -166,13 +176,16 @@ describe('TokenService.verify with its cache of verified tokens', () => {
       const principal = {
         apiKeyId: 'key-2',
         level: 'L2',
+        keyName: 'k',
+        access: 'admin' as const,
+        projects: null,
         subject: 'agent-2',
         method: 'jwt' as const,
       };
       const { token } = await tokens.refresh({ ...principal, level: 'L2' });
       expect(tokens.verifyCached(token)).toBeUndefined(); // never verified yet
       await tokens.verify(token);
-      expect(tokens.verifyCached(token)).toEqual(principal);
+      expect(tokens.verifyCached(token)).toMatchObject(principal);
       // Another signature (one that surely differs: a token may end in "AA" itself).
       const tampered = `${token.slice(0, -2)}${token.endsWith('AA') ? 'QQ' : 'AA'}`;
       expect(tokens.verifyCached(tampered)).toBeUndefined();
@@ -182,7 +195,7 @@ describe('TokenService.verify with its cache of verified tokens', () => {
       generation = 8; // a key was revoked or rotated somewhere
       expect(tokens.verifyCached(token)).toBeUndefined();
       await tokens.verify(token);
-      expect(tokens.verifyCached(token)).toEqual(principal);
+      expect(tokens.verifyCached(token)).toMatchObject(principal);
       vi.setSystemTime(Date.now() + 61_000);
       expect(tokens.verifyCached(token)).toBeUndefined();
     } finally {
