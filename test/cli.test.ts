@@ -81,16 +81,54 @@ describe('aps CLI', () => {
     expect(id).toBeDefined();
     expect(raw).toBeDefined();
     const list = (await aps(dir, ['keys', 'list'])).stdout;
-    expect(list).toMatch(/^ID\s+LEVEL\s+KEY\s+NAME\s+STATUS\s+CREATED\n/);
+    expect(list).toMatch(/^ID\s+LEVEL\s+SCOPE\s+KEY\s+NAME\s+STATUS\s+CREATED\n/);
     expect(list).toMatch(
       new RegExp(
-        `\n${id}\\s+L1\\s+${raw!.slice(0, 8)}…${raw!.slice(-4)}\\s+ops\\s+active\\s+\\d{4}-`,
+        `\n${id}\\s+L1\\s+admin, every project\\s+${raw!.slice(0, 8)}…${raw!.slice(-4)}\\s+ops\\s+active\\s+\\d{4}-`,
       ),
     );
+    // A scoped key: read access to one project, shown as such, in JSON too.
+    const scoped = JSON.parse(
+      (
+        await aps(dir, [
+          'keys',
+          'create',
+          '--name',
+          'reader',
+          '--level',
+          'L0',
+          '--access',
+          'read',
+          '--project',
+          'docs',
+          '--project',
+          'faq',
+          '--json',
+        ])
+      ).stdout,
+    ) as { id: string; apiKey: string; access: string; projects: string[] };
+    expect(scoped).toMatchObject({ access: 'read', projects: ['docs', 'faq'] });
+    expect(scoped.apiKey).toMatch(/^aps_/);
+    expect((await aps(dir, ['keys', 'list'])).stdout).toMatch(
+      new RegExp(`${scoped.id}\\s+L0\\s+read, projects docs, faq\\s`),
+    );
+    expect(
+      (await apsFails(dir, ['keys', 'create', '--name', 'x', '--level', 'L0', '--access', 'root']))
+        .stderr,
+    ).toMatch(/must be read, write or admin/);
+    await aps(dir, ['keys', 'revoke', scoped.id]);
     expect(list).not.toContain(raw);
     const listed = JSON.parse((await aps(dir, ['keys', 'list', '--json'])).stdout) as unknown[];
     expect(listed).toEqual([
-      expect.objectContaining({ id, name: 'ops', level: 'L1', revokedAt: null }),
+      expect.objectContaining({ id: scoped.id, access: 'read', revokedAt: expect.any(String) }),
+      expect.objectContaining({
+        id,
+        name: 'ops',
+        level: 'L1',
+        revokedAt: null,
+        access: 'admin',
+        projects: null,
+      }),
     ]);
     expect(JSON.stringify(listed)).not.toContain(raw);
     const rotated = (await aps(dir, ['keys', 'rotate', id!])).stdout;

@@ -1,6 +1,7 @@
 /** SQL of the audit trail: entries written, read newest first with filters, pruned. */
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../db/schema.js';
+import type { Insertable } from 'kysely';
+import type { AuditLogTable, Db } from '../db/schema.js';
 import type { Actor } from './actor.js';
 
 /** An entry to write. */
@@ -43,8 +44,12 @@ function detailsJson(entry: AuditEntry): string | null {
   return details === undefined ? null : JSON.stringify(details);
 }
 
-/** The row of an entry; `at` now unless given (entries written in a batch keep their own time). */
-function rowOf(entry: AuditEntry, at = new Date().toISOString()): AuditRow {
+/**
+ * The row of an entry; `at` now unless given (entries written in a batch keep their own time).
+ * Who and which request only when known (the columns default to null).
+ */
+function rowOf(entry: AuditEntry, at = new Date().toISOString()): Insertable<AuditLogTable> {
+  const { keyId, keyName, requestId } = entry.actor;
   return {
     id: randomUUID(),
     at,
@@ -52,9 +57,9 @@ function rowOf(entry: AuditEntry, at = new Date().toISOString()): AuditRow {
     action: entry.action,
     target: entry.target,
     details: detailsJson(entry),
-    key_id: entry.actor.keyId,
-    key_name: entry.actor.keyName,
-    request_id: entry.actor.requestId,
+    ...(keyId === null ? {} : { key_id: keyId }),
+    ...(keyName === null ? {} : { key_name: keyName }),
+    ...(requestId === null ? {} : { request_id: requestId }),
   };
 }
 

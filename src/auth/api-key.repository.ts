@@ -45,10 +45,19 @@ export class ApiKeyRepository {
     return Number(row.n);
   }
 
+  /** Inserts a key; an unrestricted one leaves `projects` and `access` to their column defaults. */
   async insert(key: NewApiKey, db: Db = this.db): Promise<void> {
+    const { projects, access, ...rest } = key;
     await db
       .insertInto('api_keys')
-      .values({ ...key, last_used_at: null, revoked_at: null, replaced_by: null })
+      .values({
+        ...rest,
+        last_used_at: null,
+        revoked_at: null,
+        replaced_by: null,
+        ...(projects === null ? {} : { projects }),
+        ...(access === 'admin' ? {} : { access }),
+      })
       .execute();
   }
 

@@ -54,8 +54,9 @@ export function registerKeys(program: Command, session: CliSession): void {
             console.log(JSON.stringify({ ...record, apiKey: rawKey }));
             return;
           }
+          const restricted = record.projects !== null || record.access !== 'admin';
           console.log(
-            `created ${record.id} (${record.level}, ${record.name}, ${scopeText(record)})`,
+            `created ${record.id} (${record.level}, ${record.name})${restricted ? `: ${scopeText(record)}` : ''}`,
           );
           console.log(`key (shown once): ${rawKey}`);
         });

@@ -3,7 +3,7 @@
  * tables below it are queried with raw SQL by their modules. Timestamps of `DB` tables are
  * ISO-8601 UTC text; the PostgreSQL-only tables use timestamptz.
  */
-import type { Generated, Kysely, Selectable } from 'kysely';
+import type { ColumnType, Generated, Kysely, Selectable } from 'kysely';
 
 export type AgentLevel = 'L0' | 'L1' | 'L2';
 
@@ -35,8 +35,8 @@ export interface ApiKeysTable {
   replaced_by: string | null;
   /** The projects the key may see and touch, a JSON array; null: every project (0019). */
   projects: string | null;
-  /** What the key may do: `read`, `write` or `admin` (0019; existing keys: `admin`). */
-  access: KeyAccess;
+  /** What the key may do: `read`, `write` or `admin` (0019; default and existing keys: `admin`). */
+  access: Generated<KeyAccess>;
 }
 
 /** What a key may do: read < write (documents) < admin (keys, audit). */
@@ -51,6 +51,9 @@ export interface ApiKeyGenerationTable {
   generation: number | string;
 }
 
+/** A nullable column an insert may leave out (it defaults to null). */
+type NullByDefault<T> = ColumnType<T | null, T | null | undefined, T | null>;
+
 export interface AuditLogTable {
   id: string;
   at: string;
@@ -61,10 +64,10 @@ export interface AuditLogTable {
   /** JSON text. */
   details: string | null;
   /** The key that acted, and its name then (0019); null for the CLI and the system. */
-  key_id: string | null;
-  key_name: string | null;
+  key_id: NullByDefault<string>;
+  key_name: NullByDefault<string>;
   /** The request it happened in (`x-request-id`), if any. */
-  request_id: string | null;
+  request_id: NullByDefault<string>;
 }
 
 export type DocumentStatus = 'uploaded' | 'indexing' | 'indexed' | 'failed';

@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { redactUrl } from '../http/redact.js';
 import { httpTransport, type HttpTarget } from './http-transport.js';
 import { KnowledgeApi } from './knowledge-api.js';
 import { createMcpServer } from './server.js';
@@ -27,5 +28,5 @@ export async function runStdio(
   if (target.apiKey === undefined || target.apiKey === '') {
     process.stderr.write('aps mcp: no API key (APS_API_KEY or --api-key): calls will answer 401\n');
   }
-  process.stderr.write(`aps mcp: serving ${target.url}${target.prefix} over stdio\n`);
+  process.stderr.write(`aps mcp: serving ${redactUrl(target.url)}${target.prefix} over stdio\n`);
 }

@@ -162,6 +162,7 @@ describe('OpenAPI', () => {
         '/health/ready',
         '/auth/token',
         '/auth/token/refresh',
+        '/audit',
         '/auth/api-keys',
         '/auth/api-keys/create',
         '/auth/api-keys/revoke',
