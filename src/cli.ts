@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `aps`: serve, migrate, manage API keys and re-index from the command line. Notes, logs and the
+ * `aps`: serve, migrate, manage API keys, re-index, back up and restore from the command line. Notes, logs and the
  * progress bar go to stderr; stdout carries only the results (tables, or JSON with --json).
  */
 import { createRequire } from 'node:module';
@@ -11,6 +11,8 @@ import { MIGRATIONS } from './db/migrations/index.js';
 import { migrate, migrationStatus, type MigrationState } from './db/migrator.js';
 import { AppError } from './errors.js';
 import { startServer } from './server.js';
+import { BackupError } from './cli/backup-manifest.js';
+import { registerBackup } from './cli/backup-commands.js';
 import { sqliteFileMissing, table } from './cli/output.js';
 import { registerKeys } from './cli/keys.js';
 import { registerModels } from './cli/models.js';
@@ -102,6 +104,7 @@ program
 registerReindex(program, session);
 registerModels(program, session);
 registerKeys(program, session);
+registerBackup(program, session);
 
 program
   .command('mcp')
@@ -141,7 +144,8 @@ program.parseAsync().catch((error: unknown) => {
   else if (
     error instanceof ConfigError ||
     error instanceof AppError ||
-    error instanceof NoDatabaseError
+    error instanceof NoDatabaseError ||
+    error instanceof BackupError
   )
     console.error(error.message);
   else console.error(error instanceof Error ? `error: ${error.message}` : error);

@@ -17,7 +17,7 @@ const HOST = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
 const OWNED = /^[a-z]+-p(\d+)-h([0-9a-f]{8})-/;
 
 /** A fresh scratch entry name, e.g. `upload-p1234-h1a2b3c4d-<uuid>`. */
-export function scratchName(kind: 'upload' | 'file' | 'convert'): string {
+export function scratchName(kind: 'upload' | 'file' | 'convert' | 'backup'): string {
   return `${kind}-p${process.pid}-h${HOST}-${randomUUID()}`;
 }
 

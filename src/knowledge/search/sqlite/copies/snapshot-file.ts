@@ -247,3 +247,103 @@ export async function fileChecksum(path: string): Promise<{ bytes: number; crc: 
     await file.close();
   }
 }
+
+/**
+ * The meta of the snapshot at `path` once its whole content passed the CRC-32 (a backup takes
+ * only snapshots it can vouch for); throws SnapshotError otherwise. Reads in batches.
+ */
+export async function checkedSnapshotMeta(path: string): Promise<Record<string, unknown>> {
+  const { header } = await headerOf(path);
+  const file = await open(path, 'r');
+  try {
+    const end = (await file.stat()).size - 4;
+    const buffer = Buffer.alloc(BATCH_BYTES);
+    let crc = 0;
+    for (let at = 0; at < end;) {
+      const { bytesRead } = await file.read(buffer, 0, Math.min(BATCH_BYTES, end - at), at);
+      if (bytesRead === 0) throw new SnapshotError('truncated');
+      crc = crc32(buffer.subarray(0, bytesRead), crc);
+      at += bytesRead;
+    }
+    const trailer = Buffer.alloc(4);
+    const { bytesRead } = await file.read(trailer, 0, 4, end);
+    if (bytesRead !== 4 || crc >>> 0 !== trailer.readUInt32LE(0)) {
+      throw new SnapshotError('checksum mismatch');
+    }
+    return header.meta;
+  } finally {
+    await file.close();
+  }
+}
+
+/** The parsed header of a snapshot file and where its sections start. */
+async function headerOf(path: string): Promise<{ header: Header; sectionsAt: number }> {
+  const file = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(12);
+    const { bytesRead } = await file.read(head, 0, 12, 0);
+    if (bytesRead !== 12 || !head.subarray(0, 8).equals(MAGIC)) {
+      throw new SnapshotError('not a snapshot');
+    }
+    const headerBytes = head.readUInt32LE(8);
+    const size = (await file.stat()).size;
+    if (12 + headerBytes + 4 > size) throw new SnapshotError('truncated');
+    const text = Buffer.alloc(headerBytes);
+    await file.read(text, 0, headerBytes, 12);
+    let header: unknown;
+    try {
+      header = JSON.parse(text.toString('utf8'));
+    } catch {
+      throw new SnapshotError('unreadable header');
+    }
+    if (!isHeader(header)) throw new SnapshotError('unreadable header');
+    return { header, sectionsAt: 12 + headerBytes + pad8(12 + headerBytes) };
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * Rewrites the snapshot at `path` with `patch` merged into its meta (a restore gives a snapshot
+ * the identity of the database file it was restored with), sections unchanged, a new CRC-32;
+ * through a temporary file renamed into place. The file is assumed checked (CRC) beforehand.
+ */
+export async function patchSnapshotMeta(
+  path: string,
+  patch: Record<string, unknown>,
+): Promise<void> {
+  const { header, sectionsAt } = await headerOf(path);
+  const json = Buffer.from(JSON.stringify({ ...header, meta: { ...header.meta, ...patch } }));
+  const length = Buffer.alloc(4);
+  length.writeUInt32LE(json.byteLength);
+  const first = [MAGIC, length, json, PADDING.subarray(0, pad8(12 + json.byteLength))];
+  const temporary = `${path}.${process.pid}.${++written}.tmp`;
+  const source = await open(path, 'r');
+  const target = await open(temporary, 'w');
+  let complete = false;
+  try {
+    let crc = 0;
+    for (const part of first) if (part.byteLength > 0) crc = crc32(part, crc);
+    await target.writev(first);
+    const end = (await source.stat()).size - 4;
+    const buffer = Buffer.alloc(BATCH_BYTES);
+    for (let at = sectionsAt; at < end;) {
+      const { bytesRead } = await source.read(buffer, 0, Math.min(BATCH_BYTES, end - at), at);
+      if (bytesRead === 0) throw new SnapshotError('truncated');
+      const chunk = buffer.subarray(0, bytesRead);
+      crc = crc32(chunk, crc);
+      await target.write(chunk);
+      at += bytesRead;
+    }
+    const trailer = Buffer.alloc(4);
+    trailer.writeUInt32LE(crc >>> 0);
+    await target.write(trailer);
+    await target.sync();
+    complete = true;
+  } finally {
+    await source.close();
+    await target.close();
+    if (!complete) await rm(temporary, { force: true });
+  }
+  await rename(temporary, path);
+}
