@@ -5,6 +5,7 @@
  *
  *   npm run bench:request -- [--before-cli /path/to/old/dist/cli.js …] [--duration 8]
  *                            [--connections 10] [--rounds 2] [--db sqlite|postgres] [--log-level info]
+ *                            [--metrics on|off]
  *
  * The route is GET {API_PREFIX}/knowledge/commands (level L2, no database work of its own): what
  * is measured is the server's own path — hooks, the guard, serialisation, logging. Credentials:
@@ -19,7 +20,8 @@
  * rounds), and so is each server's CPU time per request (from /proc: the figure a loaded machine
  * distorts least). The last table gives each target's median over the rounds. `--db postgres`
  * runs the servers on PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster), a fresh database
- * per server.
+ * per server. `--metrics on` (the default) sets METRICS_TOKEN, so every request is counted in the
+ * metrics (src/metrics/); builds from before the metrics ignore it.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -46,6 +48,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '2' },
     db: { type: 'string', default: 'sqlite' },
     'log-level': { type: 'string', default: 'info' },
+    metrics: { type: 'string', default: 'on' },
   },
 });
 const duration = Number(values.duration);
@@ -56,6 +59,7 @@ const PREFIX = '/api/v1';
 const ROUTE = `${PREFIX}/knowledge/commands`;
 const KEY = `aps_${'b'.repeat(43)}`;
 const WARM_UP_SECONDS = 2;
+const METRICS_TOKEN = 'm'.repeat(40);
 /** The measured route's answer, in bytes: the bare server answers as many. */
 let bodyBytes = 0;
 
@@ -74,6 +78,8 @@ async function startBuild(label: string, cli: string): Promise<Build> {
   const dir = mkdtempSync(join(tmpdir(), 'aps-bench-request-'));
   const database = await postgres?.createDatabase(`request_${label}`);
   const env: Record<string, string> = { LOG_LEVEL: values['log-level'] };
+  // Metrics on: every request is counted (builds without metrics ignore the variable).
+  if (values.metrics === 'on') env.METRICS_TOKEN = METRICS_TOKEN;
   if (database !== undefined) env.DATABASE_URL = database.url;
   const server = await startBenchServer(cli, dir, KEY, DEFAULT_EMBEDDING_CACHE, env);
   const token = await fetch(`${server.base}${PREFIX}/auth/token`, {
@@ -221,7 +227,7 @@ try {
     }
   }
   console.log(
-    `\nGET ${ROUTE} (${bodyBytes} bytes), ${connections} connections, ${duration} s per run, a fresh server per run, database ${values.db}, LOG_LEVEL ${values['log-level']}\n`,
+    `\nGET ${ROUTE} (${bodyBytes} bytes), ${connections} connections, ${duration} s per run, a fresh server per run, database ${values.db}, LOG_LEVEL ${values['log-level']}, metrics ${values.metrics}\n`,
   );
   console.log(
     '| round | target | req/s | p50 ms | p99 ms | errors | × bare | server CPU µs/req | bare CPU / this |',

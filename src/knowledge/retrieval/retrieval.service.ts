@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
+import type { KnowledgeObserver } from '../../metrics/observer.js';
 import { parseFilter } from '../filter/filter.js';
 import { fairTurn, mayStartNow } from '../../event-loop-turns.js';
 import type { EmbeddingProvider, QueryEmbedding } from '../embeddings/provider.js';
@@ -89,6 +90,8 @@ export interface RetrievalOptions {
    * (embeddings/model-switch.ts); absent: always the embedder.
    */
   models?: { serving(): EmbeddingProvider };
+  /** Search latency by mode and query-embedding time, for the metrics; absent: not reported. */
+  observer?: KnowledgeObserver;
 }
 
 export class RetrievalService {
@@ -112,7 +115,17 @@ export class RetrievalService {
     return this.store.warm(this.serving().model);
   }
 
+  /** Answers a retrieval (and reports its latency by mode to the observer, when it answered). */
   async retrieve(body: RetrieveBody): Promise<RetrievalResult> {
+    const observer = this.options.observer;
+    if (observer === undefined) return this.answer(body);
+    const start = performance.now();
+    const result = await this.answer(body);
+    observer.search(body.mode, (performance.now() - start) / 1000);
+    return result;
+  }
+
+  private async answer(body: RetrieveBody): Promise<RetrievalResult> {
     const query = body.query.trim();
     if (query === '') throw new AppError('KNOWLEDGE_QUERY_REQUIRED');
     if (body.rerank === true && this.reranker === null) {
@@ -242,8 +255,14 @@ export class RetrievalService {
     // at most HYBRID_EMBED_WAIT_MS for it otherwise (a cold model or a dead endpoint).
     if (mode === 'hybrid' && Date.now() - this.embedFailedAt < EMBED_COOL_DOWN_MS) return null;
     try {
-      const work = (signal?: AbortSignal) =>
-        embedder.ready().then(() => embedder.embedSearchQuery(query, signal));
+      const observer = this.options.observer;
+      const work = async (signal?: AbortSignal) => {
+        await embedder.ready();
+        const start = performance.now();
+        const embedding = await embedder.embedSearchQuery(query, signal);
+        observer?.embeddingBatch('query', (performance.now() - start) / 1000);
+        return embedding;
+      };
       if (mode === 'semantic') return await work();
       return await withTimeout(work, HYBRID_EMBED_WAIT_MS);
     } catch (error) {
