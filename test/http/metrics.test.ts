@@ -50,6 +50,12 @@ describe('GET /metrics with METRICS_TOKEN', () => {
   beforeAll(async () => {
     t = await createTestApp({ env: { METRICS_TOKEN: TOKEN } });
     k = new KnowledgeClient(t);
+    // A route meeting a database outage (PostgreSQL's "terminating connection", 57P01).
+    t.app.get('/test/database-down', () => {
+      throw Object.assign(new Error('terminating connection due to administrator command'), {
+        code: '57P01',
+      });
+    });
   });
   afterAll(async () => {
     await t.close();
@@ -195,10 +201,31 @@ describe('GET /metrics with METRICS_TOKEN', () => {
         status_class: '2xx',
       }),
     ).toBe(3);
-    expect(sample(after, 'aps_queue_jobs{lane="knowledgeIndex",state="queued"}')).toBe(0);
+    // PostgreSQL's counts are shared, refreshed every second or two.
+    await expect
+      .poll(
+        async () => sample(await scrape(), 'aps_queue_jobs{lane="knowledgeIndex",state="queued"}'),
+        { timeout: 10_000 },
+      )
+      .toBe(0);
     expect(sample(after, 'aps_ready')).toBe(1);
     expect(sample(after, 'aps_sse_clients')).toBe(0);
     expect(sample(after, 'aps_database_errors_total{kind="unavailable"}')).toBe(0);
+  });
+
+  it('counts database outages and the 5xx they answer', async () => {
+    const before = await scrape();
+    const errors = sample(before, 'aps_database_errors_total{kind="unavailable"}') ?? 0;
+    const res = await t.app.inject({ method: 'GET', url: '/test/database-down' });
+    expect(res.json()).toMatchObject({ statusCode: 503, code: 'DATABASE_UNAVAILABLE' });
+    const after = await scrape();
+    expect(sample(after, 'aps_database_errors_total{kind="unavailable"}')).toBe(errors + 1);
+    expect(
+      total(after, 'aps_http_requests_total', {
+        route: '/test/database-down',
+        status_class: '5xx',
+      }),
+    ).toBe(1);
   });
 });
 
