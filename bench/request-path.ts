@@ -5,6 +5,7 @@
  *
  *   npm run bench:request -- [--before-cli /path/to/old/dist/cli.js …] [--duration 8]
  *                            [--connections 10] [--rounds 2] [--db sqlite|postgres] [--log-level info]
+ *                            [--metrics on|off|both] [--credentials both|key|jwt]
  *
  * The route is GET {API_PREFIX}/knowledge/commands (level L2, no database work of its own): what
  * is measured is the server's own path — hooks, the guard, serialisation, logging. Credentials:
@@ -19,7 +20,10 @@
  * rounds), and so is each server's CPU time per request (from /proc: the figure a loaded machine
  * distorts least). The last table gives each target's median over the rounds. `--db postgres`
  * runs the servers on PostgreSQL (BENCH_DATABASE_URL, or a throwaway cluster), a fresh database
- * per server.
+ * per server. `--metrics on` (the default) sets METRICS_TOKEN, so every request is counted in the
+ * metrics (src/metrics/); builds from before the metrics ignore it. `--metrics both` runs this
+ * build twice, with metrics and without (`after, metrics off`). `--credentials key` measures the
+ * raw key only (shorter rounds).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -46,6 +50,8 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '2' },
     db: { type: 'string', default: 'sqlite' },
     'log-level': { type: 'string', default: 'info' },
+    metrics: { type: 'string', default: 'on' },
+    credentials: { type: 'string', default: 'both' },
   },
 });
 const duration = Number(values.duration);
@@ -56,6 +62,7 @@ const PREFIX = '/api/v1';
 const ROUTE = `${PREFIX}/knowledge/commands`;
 const KEY = `aps_${'b'.repeat(43)}`;
 const WARM_UP_SECONDS = 2;
+const METRICS_TOKEN = 'm'.repeat(40);
 /** The measured route's answer, in bytes: the bare server answers as many. */
 let bodyBytes = 0;
 
@@ -70,10 +77,12 @@ interface Build {
   cleanup: () => Promise<void>;
 }
 
-async function startBuild(label: string, cli: string): Promise<Build> {
+async function startBuild(label: string, cli: string, metrics: boolean): Promise<Build> {
   const dir = mkdtempSync(join(tmpdir(), 'aps-bench-request-'));
   const database = await postgres?.createDatabase(`request_${label}`);
   const env: Record<string, string> = { LOG_LEVEL: values['log-level'] };
+  // Metrics on: every request is counted (builds without metrics ignore the variable).
+  if (metrics) env.METRICS_TOKEN = METRICS_TOKEN;
   if (database !== undefined) env.DATABASE_URL = database.url;
   const server = await startBenchServer(cli, dir, KEY, DEFAULT_EMBEDDING_CACHE, env);
   const token = await fetch(`${server.base}${PREFIX}/auth/token`, {
@@ -157,8 +166,11 @@ interface Running {
   stop: () => Promise<void>;
 }
 
-async function running(cli: string, label: string, credential: 'key' | 'jwt'): Promise<Running> {
-  const b = await startBuild(label, cli);
+async function running(
+  build: { cli: string; label: string; metrics: boolean },
+  credential: 'key' | 'jwt',
+): Promise<Running> {
+  const b = await startBuild(build.label.replace(/\W+/g, '_'), build.cli, build.metrics);
   bodyBytes = b.bodyBytes;
   return {
     url: `${b.server.base}${ROUTE}`,
@@ -178,15 +190,26 @@ async function runningBare(): Promise<Running> {
   };
 }
 
+const metricsOn = values.metrics !== 'off';
 const before = (values['before-cli'] ?? []).map((cli, i, all) => ({
   label: all.length === 1 ? 'before' : `before ${i + 1}`,
   cli: resolve(cli),
+  metrics: metricsOn,
 }));
-const builds = [...before, { label: 'after', cli: resolve(import.meta.dirname, '../dist/cli.js') }];
+const current = resolve(import.meta.dirname, '../dist/cli.js');
+const builds = [
+  ...before,
+  { label: 'after', cli: current, metrics: metricsOn },
+  ...(values.metrics === 'both'
+    ? [{ label: 'after, metrics off', cli: current, metrics: false }]
+    : []),
+];
 const targets: { name: string; start: () => Promise<Running> }[] = [];
 for (const b of builds) {
-  targets.push({ name: `${b.label}: raw key`, start: () => running(b.cli, b.label, 'key') });
-  targets.push({ name: `${b.label}: JWT`, start: () => running(b.cli, b.label, 'jwt') });
+  if (values.credentials !== 'jwt')
+    targets.push({ name: `${b.label}: raw key`, start: () => running(b, 'key') });
+  if (values.credentials !== 'key')
+    targets.push({ name: `${b.label}: JWT`, start: () => running(b, 'jwt') });
 }
 const BARE = 'bare Fastify 5';
 targets.push({ name: BARE, start: runningBare });
@@ -221,7 +244,7 @@ try {
     }
   }
   console.log(
-    `\nGET ${ROUTE} (${bodyBytes} bytes), ${connections} connections, ${duration} s per run, a fresh server per run, database ${values.db}, LOG_LEVEL ${values['log-level']}\n`,
+    `\nGET ${ROUTE} (${bodyBytes} bytes), ${connections} connections, ${duration} s per run, a fresh server per run, database ${values.db}, LOG_LEVEL ${values['log-level']}, metrics ${values.metrics}\n`,
   );
   console.log(
     '| round | target | req/s | p50 ms | p99 ms | errors | × bare | server CPU µs/req | bare CPU / this |',

@@ -16,6 +16,7 @@ import { AppError } from './errors.js';
 import { healthRoutes } from './health/health.routes.js';
 import { knowledgeRoutes } from './knowledge/knowledge.routes.js';
 import { mcpRoutes } from './mcp/mcp.routes.js';
+import { registerMetricsPlugin } from './metrics/metrics.plugin.js';
 import { handleClientError, handleFrameworkError } from './http/client-errors.js';
 import { consoleRoot, consoleRoutes } from './http/console.js';
 import { guardConnections, serverOptions } from './http/connections.js';
@@ -45,7 +46,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const schemas = new LazySchemas();
   const app = Fastify({
     loggerInstance: ctx.log,
-    logController: new RequestLog(ctx.log, ctx.config.logRequests),
+    // Also counts each finished request in the metrics, when they are on.
+    logController: new RequestLog(ctx.log, ctx.config.logRequests, ctx.metrics?.requests ?? null),
     childLoggerFactory: lazyChildLogger,
     bodyLimit: ctx.config.bodyLimitBytes,
     requestIdHeader: false,
@@ -128,6 +130,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     maxInFlight: ctx.config.maxRequestsInFlight,
     prefix: ctx.config.apiPrefix,
   });
+  // Database outages, load shedding and, with METRICS_TOKEN, GET /metrics (before the routes).
+  if (ctx.metrics !== null) {
+    registerMetricsPlugin(app, ctx.metrics, { token: ctx.config.metrics.token });
+  }
   await app.register(rateLimit, {
     global: false,
     errorResponseBuilder: (_request, context) =>

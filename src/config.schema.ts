@@ -120,6 +120,29 @@ export const ENV_SCHEMA = Type.Object({
       description: 'An L0 key with exactly this raw value is ensured at start-up (unless revoked).',
     }),
   ),
+  METRICS_TOKEN: Type.Optional(
+    Type.String({
+      minLength: 32,
+      maxLength: 512,
+      pattern: '^[\\x21-\\x7E]+$',
+      description:
+        'Serves Prometheus metrics at `GET /metrics` on the main port to `Authorization: Bearer <METRICS_TOKEN>` (≥ 32 printable characters, no spaces; compared in constant time; anything else: 401). Unset (and no METRICS_PORT): no metrics, `/metrics` is 404.',
+    }),
+  ),
+  METRICS_PORT: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      description:
+        'Serves Prometheus metrics at `GET /metrics` on a separate listener of this port, without a token (`0` picks a free port). Bound to METRICS_HOST.',
+    }),
+  ),
+  METRICS_HOST: Type.String({
+    minLength: 1,
+    default: '127.0.0.1',
+    description:
+      'Interface of the METRICS_PORT listener (loopback by default: only this machine, or a sidecar, can scrape it).',
+  }),
   LOG_LEVEL: oneOf(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
     'info',

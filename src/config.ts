@@ -69,6 +69,11 @@ export interface Config {
   };
   /** API requests served at once before 503 OVERLOADED; 0: no limit. */
   maxRequestsInFlight: number;
+  /**
+   * Prometheus metrics (src/metrics/): `GET /metrics` on the main port with the bearer `token`,
+   * and/or on a listener of its own at `host`:`port`. Both null: off.
+   */
+  metrics: { token: string | null; port: number | null; host: string };
   knowledge: {
     uploadMaxBytes: number;
     indexConcurrency: number;
@@ -149,7 +154,9 @@ export function parseDuration(text: string): number {
 function describeProblem(name: string, schema: TSchema, value: unknown): string {
   const s = schema as Record<string, unknown>;
   const shown =
-    typeof value === 'string' && !/SECRET|SALT|KEY/.test(name) ? ` (got "${value}")` : '';
+    typeof value === 'string' && !/SECRET|SALT|KEY|^METRICS_TOKEN$/.test(name)
+      ? ` (got "${value}")`
+      : '';
   if (Array.isArray(s.anyOf)) {
     const allowed = (s.anyOf as { const: string }[]).map((o) => o.const).join(', ');
     return `${name} must be one of: ${allowed}${shown}`;
@@ -297,6 +304,11 @@ export function loadConfig(
       trustProxy,
     },
     maxRequestsInFlight: e.MAX_REQUESTS_IN_FLIGHT,
+    metrics: {
+      token: e.METRICS_TOKEN ?? null,
+      port: e.METRICS_PORT ?? null,
+      host: e.METRICS_HOST,
+    },
     knowledge: {
       uploadMaxBytes: e.UPLOAD_MAX_BYTES,
       indexConcurrency: e.QUEUE_KNOWLEDGE_INDEX_CONCURRENCY,

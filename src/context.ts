@@ -16,7 +16,11 @@ import { INDEX_JOB } from './knowledge/indexing/index-job.js';
 import { createKnowledgeModule, type KnowledgeModule } from './knowledge/knowledge.module.js';
 import type { EmbeddingProvider } from './knowledge/embeddings/provider.js';
 import { createLogger } from './logger.js';
+import { registerCollectors } from './metrics/collectors.js';
+import { createMetrics, type Metrics } from './metrics/metrics.js';
+import { Readiness } from './health/readiness.js';
 import { MemoryQueue } from './queue/memory-queue.js';
+import { observeJobs } from './queue/observed-jobs.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { JobQueue } from './queue/queue.js';
@@ -36,6 +40,8 @@ export interface AppContext {
   tokens: TokenService;
   /** The audit trail (audit/). */
   audit: AuditService;
+  /** Prometheus metrics (METRICS_TOKEN or METRICS_PORT); null: off, nothing counted. */
+  metrics: Metrics | null;
   close(): Promise<void>;
 }
 
@@ -89,7 +95,10 @@ export async function createContext(
   const database = await openDatabase(config.database);
   const migration = await migrate(database, options.migrations ?? MIGRATIONS);
   const readOnly = migration.status !== 'ok';
-  const queue = await createQueue(config, database, log);
+  const { token, port } = config.metrics;
+  const metrics = token === null && port === null ? null : createMetrics();
+  const created = await createQueue(config, database, log);
+  const queue = metrics === null ? created : observeJobs(created, metrics.jobs);
   const revocations = await createRevocations(database, log);
   const apiKeys = new ApiKeyService(
     new ApiKeyRepository(database.db),
@@ -101,7 +110,15 @@ export async function createContext(
     maxSessionSeconds: config.jwtMaxSessionSeconds,
   });
   const audit = new AuditService(new AuditRepository(database.db), log, () => readOnly);
-  const knowledge = await createKnowledgeModule(config, database, queue, log, options.embedder);
+  const knowledge = await createKnowledgeModule(
+    config,
+    database,
+    queue,
+    log,
+    options.embedder,
+    metrics?.knowledge,
+  );
+  if (metrics !== null) watch(metrics, { config, database, migration, queue, knowledge });
   return {
     config,
     secrets,
@@ -114,6 +131,7 @@ export async function createContext(
     apiKeys,
     tokens,
     audit,
+    metrics,
     async close() {
       await queue.close();
       await revocations.close();
@@ -122,4 +140,49 @@ export async function createContext(
       await database.close();
     },
   };
+}
+
+/** The scrape-time sources of the metrics (collectors.ts), and the database's broken connections. */
+function watch(
+  metrics: Metrics,
+  ctx: Pick<AppContext, 'config' | 'database' | 'migration' | 'queue' | 'knowledge'>,
+): void {
+  const { database, knowledge } = ctx;
+  const readiness = new Readiness({
+    database,
+    migration: ctx.migration,
+    searchReady: () => knowledge.searchReady(),
+    timeoutMs: ctx.config.readiness.timeoutMs,
+    cacheMs: ctx.config.readiness.cacheMs,
+  });
+  const pool = database.driver === 'postgres' ? database.pool : null;
+  pool?.on('error', () => {
+    metrics.databaseError('connection');
+  });
+  registerCollectors(metrics.registry, {
+    queue: () => ctx.queue.stats(),
+    documents: async () => {
+      const { uploaded, indexing, indexed, failed } = await knowledge.documents.status(
+        knowledge.models.serving().model,
+      );
+      return { uploaded, indexing, indexed, failed };
+    },
+    chunks: () => knowledge.documents.chunkCount(),
+    converter: () => knowledge.converter.pool?.stats() ?? null,
+    ...(pool === null
+      ? {}
+      : {
+          databasePool: () => ({
+            total: pool.totalCount,
+            idle: pool.idleCount,
+            waiting: pool.waitingCount,
+          }),
+        }),
+    sseClients: () => knowledge.events.subscribers,
+    ready: () =>
+      readiness.check().then(
+        () => true,
+        () => false,
+      ),
+  });
 }

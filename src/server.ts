@@ -3,12 +3,15 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createContext, type AppContext, type ContextOptions } from './context.js';
+import { listenMetrics, type MetricsListener } from './metrics/metrics-listener.js';
 
 export interface RunningServer {
   app: FastifyInstance;
   ctx: AppContext;
   /** e.g. `http://127.0.0.1:4000` */
   address: string;
+  /** The METRICS_PORT listener's address (`http://127.0.0.1:9464`); null when not configured. */
+  metricsAddress: string | null;
   close(): Promise<void>;
 }
 
@@ -43,6 +46,7 @@ export async function startServer(
   const print = options.print ?? ((line: string) => process.stdout.write(line + '\n'));
   const ctx = await createContext(config, options);
   let app: FastifyInstance | undefined;
+  let metricsListener: MetricsListener | undefined;
   try {
     app = await buildApp(ctx);
     if (ctx.readOnly)
@@ -59,6 +63,15 @@ export async function startServer(
     const port = typeof addr === 'object' && addr !== null ? addr.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const address = `http://${host}:${port}`;
+    const { port: metricsPort, host: metricsHost } = config.metrics;
+    if (ctx.metrics !== null && metricsPort !== null) {
+      metricsListener = await listenMetrics(
+        ctx.metrics,
+        { port: metricsPort, host: metricsHost },
+        app.log,
+      );
+      app.log.info({ address: metricsListener.address }, 'metrics listener started');
+    }
     print(
       `Agent Platform Server listening on ${address} (console ${address}/console/, API ${config.apiPrefix}, docs ${address}/docs)`,
     );
@@ -69,16 +82,20 @@ export async function startServer(
       print('');
     }
     const running = app;
+    const listener = metricsListener;
     return {
       app: running,
       ctx,
       address,
+      metricsAddress: listener?.address ?? null,
       async close() {
+        await listener?.close();
         await running.close();
         await ctx.close();
       },
     };
   } catch (error) {
+    await metricsListener?.close();
     await app?.close();
     await ctx.close();
     throw error;

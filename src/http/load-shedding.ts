@@ -23,9 +23,11 @@ export interface LoadSheddingOptions {
   retryAfterSeconds?: number;
 }
 
-/** The live count, for tests and diagnostics. */
+/** The live count and the requests shed so far, for tests, diagnostics and the metrics. */
 export interface LoadSheddingState {
   readonly inFlight: number;
+  /** Requests answered 503 `OVERLOADED` by this hook since the start. */
+  readonly shed: number;
 }
 
 declare module 'fastify' {
@@ -40,9 +42,13 @@ export function registerLoadShedding(
   options: LoadSheddingOptions,
 ): LoadSheddingState {
   let inFlight = 0;
+  let shed = 0;
   const state = {
     get inFlight() {
       return inFlight;
+    },
+    get shed() {
+      return shed;
     },
   };
   app.decorate('loadShedding', state);
@@ -62,6 +68,7 @@ export function registerLoadShedding(
       return;
     }
     if (inFlight >= options.maxInFlight) {
+      shed++;
       void reply.header('retry-after', retryAfter);
       done(new AppError('OVERLOADED'));
       return;

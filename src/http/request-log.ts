@@ -11,7 +11,9 @@
  * redaction: pino's redaction of the wildcard paths copies every logged object and cost ~10 µs
  * per line. Lines with an error go through `request.log`, redacted. `request.log` carries the
  * route's `logLevel` (health polls stay out of `info`: logger.ts), which decides whether the
- * line is written.
+ * line is written. The same call counts the request in the metrics when they are on
+ * (`RequestCounter`, metrics/request-metrics.ts): Fastify calls it for every response anyway,
+ * where an `onResponse` hook would add its hook runner to every request.
  */
 import {
   LogController,
@@ -65,6 +67,11 @@ export function lineLogger(root: FastifyBaseLogger): FastifyBaseLogger {
   return root.child({}, { redact: [], serializers: unset });
 }
 
+/** Counts finished requests (the metrics' HTTP families); called once per response. */
+export interface RequestCounter {
+  record(request: FastifyRequest, reply: FastifyReply): void;
+}
+
 export class RequestLog extends LogController {
   /** The root logger without redaction: for the request line, which holds no secret. */
   private readonly lines: FastifyBaseLogger;
@@ -74,6 +81,8 @@ export class RequestLog extends LogController {
   constructor(
     root: FastifyBaseLogger,
     private readonly mode: Config['logRequests'],
+    /** The metrics' request counter; null when metrics are off. */
+    private readonly counter: RequestCounter | null = null,
   ) {
     super();
     this.lines = lineLogger(root);
@@ -89,6 +98,7 @@ export class RequestLog extends LogController {
     request: FastifyRequest,
     reply: FastifyReply,
   ): void {
+    this.counter?.record(request, reply);
     if (error) {
       // Fastify's serializers: req → method, url, host, remote address and port; res → status.
       request.log.error(

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
+import type { KnowledgeObserver } from '../metrics/observer.js';
 import type { JobQueue } from '../queue/queue.js';
 import {
   converterStatus,
@@ -127,6 +128,8 @@ export async function createKnowledgeModule(
   queue: JobQueue,
   log: FastifyBaseLogger,
   embedder: EmbeddingProvider = createEmbeddingProvider(config.embedding, log),
+  /** Stage, embedding and search timings for the metrics; absent when metrics are off. */
+  observer?: KnowledgeObserver,
 ): Promise<KnowledgeModule> {
   const scratchDir = join(config.dataDir, 'tmp');
   // Document lists evaluate filters with the SQLite functions the chunk store also registers.
@@ -157,6 +160,7 @@ export async function createKnowledgeModule(
     config: config.knowledge,
     scratchDir,
     log,
+    ...(observer === undefined ? {} : { observer }),
   });
   const events = new KnowledgeEvents(
     repo,
@@ -184,6 +188,7 @@ export async function createKnowledgeModule(
     rerankTimeoutMs: config.rerank.timeoutMs,
     models,
     documentsOf: (projects) => documents.idsInProjects(projects),
+    ...(observer === undefined ? {} : { observer }),
   });
   const ingest = new IngestService({
     documents,

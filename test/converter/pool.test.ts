@@ -194,9 +194,10 @@ describe('converter pool (bundled aps-convert --worker)', () => {
     const dir = tempDir();
     const p = pool({ size: 2 });
     const file = markdownFile(dir);
-    const outcomes = await Promise.all(
-      [1, 2, 3, 4].map((n) => p.run(job(dir, file, `o${n}`), RUN)),
-    );
+    const runs = [1, 2, 3, 4].map((n) => p.run(job(dir, file, `o${n}`), RUN));
+    expect(p.stats()).toMatchObject({ size: 2, busy: 2, queued: 2 });
+    const outcomes = await Promise.all(runs);
+    expect(p.stats()).toMatchObject({ busy: 0, queued: 0, started: 2 });
     expect(outcomes.every((o) => o.code === 0)).toBe(true);
     expect(new Set(outcomes.map((o) => o.pid)).size).toBe(2);
   });
@@ -234,6 +235,13 @@ describe('converter pool isolation (fake workers)', () => {
     const child = Number(await waitForFile(`${file}.child`));
     expect(await allGone([outcome.pid, child])).toBe(true);
     expect((await p.run(job(dir, input(dir, 'o', 'ok')), RUN)).code).toBe(0);
+    // The metrics' counts: a kill for the timeout, and the worker that replaced it.
+    expect(p.stats()).toMatchObject({
+      busy: 0,
+      queued: 0,
+      started: 2,
+      killed: { timeout: 1, memory: 0, overflow: 0, aborted: 0 },
+    });
   });
 
   it('a worker over the memory limit is killed', async () => {
@@ -242,6 +250,7 @@ describe('converter pool isolation (fake workers)', () => {
     const outcome = await p.run(job(dir, input(dir, 'g', 'grow')), RUN);
     expect(outcome.stopped).toBe('memory');
     expect(await allGone([outcome.pid])).toBe(true);
+    expect(p.stats().killed.memory).toBe(1);
   });
 
   it('too much output stops the worker', async () => {

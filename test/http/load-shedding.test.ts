@@ -81,6 +81,7 @@ async function drained(): Promise<void> {
 
 describe('MAX_REQUESTS_IN_FLIGHT', () => {
   it('answers 503 OVERLOADED with Retry-After beyond the limit; /health still answers', async () => {
+    const shed = t.app.loadShedding.shed;
     const slow = await Promise.all(Array.from({ length: LIMIT }, () => slowRetrieval()));
     const refused = await full();
     expect(refused.headers.get('retry-after')).toBe('1');
@@ -95,6 +96,8 @@ describe('MAX_REQUESTS_IN_FLIGHT', () => {
       body: BODY,
     });
     expect(retrieve.status).toBe(503);
+    // Counted for the metrics (aps_http_requests_shed_total).
+    expect(t.app.loadShedding.shed).toBe(shed + 2);
     for (let i = 0; i < 5; i++) {
       expect((await fetch(`${base}/health`)).status).toBe(200);
     }

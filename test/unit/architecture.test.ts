@@ -101,6 +101,19 @@ describe('imports point one way', () => {
     expect(bad).toEqual([]);
   });
 
+  it('only metrics/ imports prom-client; the layers below take only its observer types', () => {
+    const promClient = readdirSync(src, { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.ts') && !under('metrics')(file))
+      .filter((file) => /from 'prom-client'/.test(readFileSync(join(src, file), 'utf8')));
+    expect(promClient).toEqual([]);
+    const below = ['knowledge', 'queue', 'db', 'http', 'auth', 'health', 'mcp'].map(under);
+    const bad = edges.filter(
+      (e) =>
+        below.some((b) => b(e.from)) && under('metrics')(e.to) && e.to !== 'metrics/observer.ts',
+    );
+    expect(bad).toEqual([]);
+  });
+
   it('mcp/ takes only schemas (types and constants) from knowledge/, never a service', () => {
     const bad = edges.filter(
       (e) => under('mcp')(e.from) && under('knowledge')(e.to) && !e.to.endsWith('.schemas.ts'),

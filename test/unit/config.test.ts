@@ -80,6 +80,18 @@ describe('loadConfig', () => {
     expect(list.join('\n')).not.toContain('bad key!');
   });
 
+  it('reads the metrics settings: off by default, the token never echoed', () => {
+    expect(loadConfig({}, dir).metrics).toEqual({ token: null, port: null, host: '127.0.0.1' });
+    expect(
+      loadConfig({ METRICS_TOKEN: 'm'.repeat(32), METRICS_PORT: '9464' }, dir).metrics,
+    ).toEqual({ token: 'm'.repeat(32), port: 9464, host: '127.0.0.1' });
+    const list = problems({ METRICS_TOKEN: 'short-metrics-token', METRICS_PORT: '70000' });
+    expect(list.join('\n')).toMatch(/METRICS_TOKEN must be at least 32 characters/);
+    expect(list.join('\n')).toMatch(/METRICS_PORT must be an integer, ≥ 0, ≤ 65535/);
+    expect(list.join('\n')).not.toContain('short-metrics-token');
+    expect(problems({ METRICS_TOKEN: `${'m'.repeat(32)} spaced` })).toHaveLength(1);
+  });
+
   it('refuses production without explicit secrets', () => {
     const list = problems({ NODE_ENV: 'production' });
     expect(list).toEqual([

@@ -253,6 +253,13 @@ export class DocumentsService {
       );
   }
 
+  /** Current chunks of all documents (the metrics' `aps_chunks`; one grouped count). */
+  async chunkCount(): Promise<number> {
+    let total = 0;
+    for (const count of (await this.store.chunkCountsByProject()).values()) total += count;
+    return total;
+  }
+
   /** What the knowledge base holds, and how much of it needs re-embedding for `activeModel`. */
   async status(activeModel: string) {
     const { byStatus, stale } = await this.repo.counts(activeModel);

@@ -16,6 +16,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.js';
+import type { IndexStage, KnowledgeObserver } from '../../metrics/observer.js';
 import type { DocumentRow } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { Chunk } from '../chunking/markdown-chunker.js';
@@ -65,6 +66,8 @@ export interface PipelineDeps {
   /** Local directory for converter output. */
   scratchDir: string;
   log: FastifyBaseLogger;
+  /** Stage durations and embedding calls, for the metrics; absent: not reported. */
+  observer?: KnowledgeObserver;
 }
 
 /** The converter's output. */
@@ -84,11 +87,18 @@ type Timings = Record<string, number>;
 /** Chunks per embedding request of a run (progress is reported between them). */
 const EMBED_PART = 2048;
 
-/** Runs `stage` and records its duration under `name`. */
-async function timed<T>(timings: Timings, name: string, stage: () => Promise<T> | T): Promise<T> {
+/** Runs `stage` and records its duration under `name` (and, when given, reports it). */
+async function timed<T>(
+  timings: Timings,
+  name: string,
+  stage: () => Promise<T> | T,
+  report?: (seconds: number) => void,
+): Promise<T> {
   const start = performance.now();
   const result = await stage();
-  timings[name] = Math.round(performance.now() - start);
+  const ms = performance.now() - start;
+  timings[name] = Math.round(ms);
+  report?.(ms / 1000);
   return result;
 }
 
@@ -105,6 +115,15 @@ function chunkingWarnings(params: IndexParams): string[] {
 export class IndexPipeline {
   constructor(private readonly deps: PipelineDeps) {}
 
+  /** The observer's callback for `stage`'s duration (metrics); undefined without an observer. */
+  private report(stage: IndexStage): ((seconds: number) => void) | undefined {
+    const observer = this.deps.observer;
+    if (observer === undefined) return undefined;
+    return (seconds) => {
+      observer.indexStage(stage, seconds);
+    };
+  }
+
   /** Runs the three stages for the document `id` under the run's `token`. */
   async run(
     id: string,
@@ -120,8 +139,11 @@ export class IndexPipeline {
     const timings: Timings = {};
     try {
       progress.stage('converting');
-      const converted = await timed(timings, 'convertMs', () =>
-        this.convert(doc, command, outputDir, signal, progress),
+      const converted = await timed(
+        timings,
+        'convertMs',
+        () => this.convert(doc, command, outputDir, signal, progress),
+        this.report('convert'),
       );
       const embedded = await this.chunkAndEmbed(
         converted.markdown,
@@ -191,8 +213,11 @@ export class IndexPipeline {
     progress: ProgressReporter,
   ): Promise<Embedded> {
     progress.stage('chunking');
-    const { chunks, hashes: textHashes } = await timed(timings, 'chunkMs', () =>
-      chunkDocument(markdown, params, signal),
+    const { chunks, hashes: textHashes } = await timed(
+      timings,
+      'chunkMs',
+      () => chunkDocument(markdown, params, signal),
+      this.report('chunk'),
     );
     if (chunks.length === 0) {
       throw new AppError(
@@ -201,8 +226,11 @@ export class IndexPipeline {
       );
     }
     progress.stage('embedding', chunks.length);
-    const { vectors, hashes, cached } = await timed(timings, 'embedMs', () =>
-      this.embed(this.deps.embedder, chunks, textHashes, signal, progress),
+    const { vectors, hashes, cached } = await timed(
+      timings,
+      'embedMs',
+      () => this.embed(this.deps.embedder, chunks, textHashes, signal, progress),
+      this.report('embed'),
     );
     // While another model answers (a switch under way), the chunks get its vectors too.
     const keeping = this.deps.models?.keeping() ?? null;
@@ -263,7 +291,10 @@ export class IndexPipeline {
         const c = chunks[i] as Chunk;
         return embeddingText(c);
       });
-      for (const vector of await embedder.embedDocuments(part, signal)) fresh.push(vector);
+      const started = performance.now();
+      const partVectors = await embedder.embedDocuments(part, signal);
+      this.deps.observer?.embeddingBatch('documents', (performance.now() - started) / 1000);
+      for (const vector of partVectors) fresh.push(vector);
       progress.advance(cached + at + part.length);
     }
     const vectors = hashes.map((h) => known.get(h) ?? new Float32Array(0));
@@ -332,6 +363,7 @@ export class IndexPipeline {
         now === undefined ? 'KNOWLEDGE_INDEX_CANCELLED' : 'KNOWLEDGE_INDEX_SUPERSEDED',
       );
     }
+    deps.observer?.indexStage('index', (performance.now() - start) / 1000);
     // The switch counts again: this commit may have completed the target's vectors.
     deps.models?.changed();
     if (doc.markdown_path !== null && doc.markdown_path !== markdownKey) {

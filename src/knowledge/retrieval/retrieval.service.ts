@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../../errors.js';
+import type { KnowledgeObserver } from '../../metrics/observer.js';
 import { parseFilter } from '../filter/filter.js';
 import { fairTurn, mayStartNow } from '../../event-loop-turns.js';
 import type { EmbeddingProvider, QueryEmbedding } from '../embeddings/provider.js';
@@ -91,6 +92,8 @@ export interface RetrievalOptions {
   models?: { serving(): EmbeddingProvider };
   /** The visible documents of these projects (a key restricted to several searches only them). */
   documentsOf?: (projects: readonly string[]) => Promise<string[]>;
+  /** Search latency by mode and query-embedding time, for the metrics; absent: not reported. */
+  observer?: KnowledgeObserver;
 }
 
 export class RetrievalService {
@@ -115,6 +118,7 @@ export class RetrievalService {
   }
 
   /**
+   * Answers a retrieval (and reports its latency by mode to the observer, when it answered).
    * `projects`: the projects the caller's key reaches (null: every one). A key restricted to them
    * searches only them: its one project, or the documents of its projects (with any `documentId`
    * given, those of them); a `projectId` outside them the guard refused (403).
@@ -122,6 +126,18 @@ export class RetrievalService {
   async retrieve(
     body: RetrieveBody,
     projects: readonly string[] | null = null,
+  ): Promise<RetrievalResult> {
+    const observer = this.options.observer;
+    if (observer === undefined) return this.answer(body, projects);
+    const start = performance.now();
+    const result = await this.answer(body, projects);
+    observer.search(body.mode, (performance.now() - start) / 1000);
+    return result;
+  }
+
+  private async answer(
+    body: RetrieveBody,
+    projects: readonly string[] | null,
   ): Promise<RetrievalResult> {
     const query = body.query.trim();
     if (query === '') throw new AppError('KNOWLEDGE_QUERY_REQUIRED');
@@ -270,8 +286,14 @@ export class RetrievalService {
     // at most HYBRID_EMBED_WAIT_MS for it otherwise (a cold model or a dead endpoint).
     if (mode === 'hybrid' && Date.now() - this.embedFailedAt < EMBED_COOL_DOWN_MS) return null;
     try {
-      const work = (signal?: AbortSignal) =>
-        embedder.ready().then(() => embedder.embedSearchQuery(query, signal));
+      const observer = this.options.observer;
+      const work = async (signal?: AbortSignal) => {
+        await embedder.ready();
+        const start = performance.now();
+        const embedding = await embedder.embedSearchQuery(query, signal);
+        observer?.embeddingBatch('query', (performance.now() - start) / 1000);
+        return embedding;
+      };
       if (mode === 'semantic') return await work();
       return await withTimeout(work, HYBRID_EMBED_WAIT_MS);
     } catch (error) {

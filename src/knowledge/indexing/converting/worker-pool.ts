@@ -243,6 +243,20 @@ class Worker {
   }
 }
 
+/** The pool's state and counts since it started (the metrics read them when scraped). */
+export interface PoolStats {
+  /** Workers allowed at once. */
+  size: number;
+  /** Runs holding a worker now. */
+  busy: number;
+  /** Runs waiting for a worker. */
+  queued: number;
+  /** Worker processes started (the first ones and every replacement). */
+  started: number;
+  /** Workers killed during a job, by reason (memory: also found above the limit after one). */
+  killed: Record<StopReason, number>;
+}
+
 export class ConverterPool {
   private readonly idle: Worker[] = [];
   private readonly all = new Set<Worker>();
@@ -250,6 +264,13 @@ export class ConverterPool {
   private busy = 0;
   private nextId = 1;
   private closed = false;
+  private started = 0;
+  private readonly killed: Record<StopReason, number> = {
+    timeout: 0,
+    aborted: 0,
+    overflow: 0,
+    memory: 0,
+  };
 
   constructor(private readonly options: PoolOptions) {}
 
@@ -287,6 +308,8 @@ export class ConverterPool {
       throw new WorkerStartError();
     }
     const outcome = await worker.run(job, this.nextId++, opts, this.options);
+    if (outcome.stopped !== null) this.killed[outcome.stopped] += 1;
+    else if (worker.lastRss > this.options.maxRssBytes) this.killed.memory += 1;
     const spent =
       outcome.stopped !== null ||
       !worker.alive ||
@@ -299,6 +322,17 @@ export class ConverterPool {
       this.idle.push(worker);
     }
     return outcome;
+  }
+
+  /** Busy and queued runs, workers started and killed (metrics). */
+  stats(): PoolStats {
+    return {
+      size: this.options.size,
+      busy: this.busy,
+      queued: this.waiting.length,
+      started: this.started,
+      killed: { ...this.killed },
+    };
   }
 
   /** The pids and job counts of the live workers (tests, the benchmark). */
@@ -323,6 +357,7 @@ export class ConverterPool {
 
   private spawn(): Worker {
     const worker = new Worker(this.options);
+    this.started += 1;
     this.all.add(worker);
     void worker.exited.then(() => {
       this.discard(worker);
