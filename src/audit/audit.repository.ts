@@ -1,6 +1,6 @@
 /** SQL of the audit trail: entries written, read newest first with filters, pruned. */
 import { randomUUID } from 'node:crypto';
-import type { Insertable } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
 import type { AuditLogTable, Db } from '../db/schema.js';
 import type { Actor } from './actor.js';
 
@@ -25,17 +25,7 @@ export interface AuditQuery {
   limit: number;
 }
 
-export interface AuditRow {
-  id: string;
-  at: string;
-  actor: string;
-  action: string;
-  target: string;
-  details: string | null;
-  key_id: string | null;
-  key_name: string | null;
-  request_id: string | null;
-}
+export type AuditRow = Selectable<AuditLogTable>;
 
 /** The entry's details with the client's address, as JSON (null: neither). */
 function detailsJson(entry: AuditEntry): string | null {

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { create } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seededRandom } from '../../src/knowledge/embeddings/static/sif.js';
 import { tempDir, TEST_EMBEDDING_CACHE } from '../helpers.js';
 import { TEST_DATABASE_URL } from '../postgres/pg.js';
 
@@ -111,18 +112,6 @@ function client(server: Server, key: string) {
   };
 }
 
-/** mulberry32: a seeded generator in [0, 1) without short cycles (texts must differ). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const WORDS = (
   'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar ' +
   'papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu river mountain cloud ' +
@@ -168,7 +157,7 @@ describe.skipIf(TEST_DATABASE_URL !== undefined)('aps backup / restore (SQLite)'
     { timeout: 240_000 },
     async () => {
       const api = client(source, key);
-      const random = seeded(42);
+      const random = seededRandom(42);
       /** Every document the source acknowledged (committed), in order. */
       const created: string[] = [];
       const ingest = async (n: number, sections: number) => {
@@ -256,7 +245,7 @@ describe.skipIf(TEST_DATABASE_URL !== undefined)('aps backup / restore (SQLite)'
         for (let i = 0; i < 100 && (await api.documents()).length !== inCopy.length; i++) {
           await new Promise((r) => setTimeout(r, 100));
         }
-        const queryRandom = seeded(7);
+        const queryRandom = seededRandom(7);
         const modes = ['hybrid', 'semantic', 'keyword'] as const;
         let hits = 0;
         for (let q = 0; q < 50; q++) {
