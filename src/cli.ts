@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `aps`: serve, migrate, manage API keys and re-index from the command line. Notes, logs and the
+ * `aps`: serve, migrate, manage API keys, re-index and copy a base to PostgreSQL from the command line. Notes, logs and the
  * progress bar go to stderr; stdout carries only the results (tables, or JSON with --json).
  */
 import { createRequire } from 'node:module';
@@ -13,6 +13,7 @@ import { migrate, migrationStatus, type MigrationState } from './db/migrator.js'
 import { AppError } from './errors.js';
 import { startServer } from './server.js';
 import { sqliteFileMissing, table } from './cli/output.js';
+import { registerMigrateData } from './cli/migrate-data.js';
 import { registerModels } from './cli/models.js';
 import { registerReindex, UsageError } from './cli/reindex.js';
 import { CliSession, NoDatabaseError } from './cli/session.js';
@@ -100,6 +101,7 @@ program
   });
 
 registerReindex(program, session);
+registerMigrateData(program, session);
 registerModels(program, session);
 
 program

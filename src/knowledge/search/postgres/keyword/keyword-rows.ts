@@ -9,7 +9,7 @@ import { sliceTurn } from '../../../../event-loop-turns.js';
 import { COLUMN_WEIGHTS } from '../../bm25.js';
 import type { NewChunk } from '../../chunk-store.js';
 import { tsvectorLiteral } from '../encoding.js';
-import { DOUBLED_WEIGHTS } from './postings.js';
+import { DOUBLED_WEIGHTS, type ChunkPostings } from './postings.js';
 import { fitsTsvector, indexWords, type Stemmer } from './words.js';
 
 /** FTS5 and tsvector both stop counting positions at some point; tsvector at 16383. */
@@ -100,6 +100,42 @@ export async function keywordRows(
     }
   }
   return rows;
+}
+
+/**
+ * Inserts the keyword rows of chunks `ids` of a document, which are `rows.keyword`'s rows from
+ * `rows.from` on, and returns their postings (for insertPostings, postings.ts).
+ */
+export async function insertKeywordRows(
+  client: PoolClient,
+  ids: readonly string[],
+  documentId: string,
+  projectKey: string,
+  rows: { keyword: KeywordRows; from: number },
+): Promise<ChunkPostings[]> {
+  const { keyword, from } = rows;
+  const inserted = await client.query<{ id: string; seq: number }>(
+    `insert into knowledge_chunks_fts (chunk_id, document_id, project_key, token_count, terms)
+     select t.id, $2, $3, t.token_count, t.terms
+     from unnest($1::text[], $4::int[], $5::tsvector[]) as t(id, token_count, terms)
+     returning chunk_id as id, seq::float8 as seq`,
+    [
+      ids,
+      documentId,
+      projectKey,
+      keyword.tokenCounts.slice(from, from + ids.length),
+      keyword.terms.slice(from, from + ids.length),
+    ],
+  );
+  const at = new Map(ids.map((id, i) => [id, from + i]));
+  return inserted.rows.map(({ id, seq }) => {
+    const i = at.get(id) ?? 0;
+    return {
+      seq,
+      length: keyword.tokenCounts[i] ?? 0,
+      counts: keyword.counts[i] ?? new Map<string, number>(),
+    };
+  });
 }
 
 /**
