@@ -2,8 +2,9 @@
  * `aps migrate-data`: the check after a copy. Counts per table and status on both sides, then
  * the same retrievals (queries drawn from the chunks' own text; keyword, semantic and hybrid)
  * through the real retrieval service over each engine's own store, answered in this process:
- * the same hits in the same order on both, or the same up to ties (compareHits). Scores differ
- * by float noise only (the largest difference is reported).
+ * the same hits in the same order on both, or the same up to ties (migrate-data-compare.ts); a
+ * hybrid answer may also differ by a chunk only one engine took as a candidate, which is checked
+ * to be so (hybridCandidatesOnly). Scores differ by float noise only (the largest is reported).
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Pool } from 'pg';
@@ -15,6 +16,7 @@ import { PostgresChunkStore } from '../knowledge/search/postgres/postgres-chunk-
 import { SqliteChunkStore } from '../knowledge/search/sqlite/sqlite-chunk-store.js';
 import { PLAIN_TABLES } from './migrate-data-copy.js';
 import type { SqliteSource } from './migrate-data-source.js';
+import { commonAgree, compareHits, notCandidatesOf, type Hit } from './migrate-data-compare.js';
 
 export const MODES = ['keyword', 'semantic', 'hybrid'] as const;
 
@@ -41,54 +43,14 @@ export interface Verification {
   agreed: Record<string, number>;
   /** Per mode: retrievals with the same hits but for the order (or choice, at the cut) of ties. */
   tied: Record<string, number>;
+  /**
+   * Hybrid retrievals whose answers rank alike the hits both hold, and differ only by chunks
+   * one engine did not take as candidates (hybridCandidatesOnly).
+   */
+  candidates: number;
   mismatches: RetrievalMismatch[];
   /** The largest difference of a hit's score between the engines. */
   maxScoreDelta: number;
-}
-
-/** A hit as compared: its chunk and score. */
-interface Hit {
-  id: string;
-  score: number;
-}
-
-/**
- * Scores closer than this are a tie: the engines compute cosines (float32 in WebAssembly vs
- * pgvector's float8 over float4) and BM25 in different float arithmetic, a few 1e-8 apart.
- */
-export const TIE = 1e-6;
-
-/**
- * Whether two answers to one retrieval agree: `same` hits in the same order; `tied` when they
- * differ only among hits whose scores tie within TIE, that is position by position the same
- * scores, each run of tied scores the same set of chunks, but for the last run of a full answer
- * (`topK` hits), where each engine may have kept different ones of the chunks tied at the cut;
- * `different` otherwise. Ties are why exact order equality is not achievable: the ranking breaks
- * an exact tie by chunk id on both engines, but chunks of (nearly) the same text have cosines a
- * few 1e-8 apart that each engine computes with its own rounding (SQLite in float32 over its
- * copies, pgvector in float8 over float4), so their order flips between engines.
- */
-export function compareHits(
-  a: readonly Hit[],
-  b: readonly Hit[],
-  topK: number,
-): 'same' | 'tied' | 'different' {
-  if (a.length !== b.length) return 'different';
-  if (a.every((h, i) => h.id === b[i]?.id)) return 'same';
-  if (a.some((h, i) => Math.abs(h.score - (b[i]?.score ?? Number.NaN)) > TIE)) return 'different';
-  for (let start = 0; start < a.length;) {
-    let end = start + 1;
-    while (end < a.length && Math.abs((a[end - 1]?.score ?? 0) - (a[end]?.score ?? 0)) <= TIE)
-      end++;
-    const atCut = end === a.length && a.length === topK;
-    const ids = (hits: readonly Hit[]) => new Set(hits.slice(start, end).map((h) => h.id));
-    const mine = ids(a);
-    const theirs = ids(b);
-    if (!atCut && (mine.size !== theirs.size || [...mine].some((id) => !theirs.has(id))))
-      return 'different';
-    start = end;
-  }
-  return 'tied';
 }
 
 /** The target's counts, named as the source's (SqliteSource.counts). */
@@ -140,6 +102,38 @@ export function sampleQueries(source: SqliteSource, n: number): string[] {
   return queries;
 }
 
+/**
+ * Whether two hybrid answers differ only by candidates: they rank alike the hits both hold
+ * (commonAgree), and each hit one engine ranked in where the other did not is, on that other
+ * engine, neither among its keyword candidates (the keyword answer `depth` deep) nor among its
+ * `topK` nearest chunks. Such a chunk reached the first engine's candidates only through the
+ * keyword scoring of the `depth` nearest chunks, and that set's edge differs between engines:
+ * SQLite takes the `depth` nearest not already keyword candidates by their int8 cosines
+ * (sqlite-searches.ts nearestMatches), PostgreSQL the `depth` nearest by exact distance.
+ */
+async function hybridCandidatesOnly(
+  services: readonly [RetrievalService, RetrievalService],
+  query: string,
+  answers: readonly [readonly Hit[], readonly Hit[]],
+  topK: number,
+  depth: number,
+): Promise<boolean> {
+  const [a, b] = answers;
+  if (!commonAgree(a, b)) return false;
+  const sides = [
+    [notCandidatesOf(a, b, topK), services[1]],
+    [notCandidatesOf(b, a, topK), services[0]],
+  ] as const;
+  for (const [missing, other] of sides) {
+    if (missing.length === 0) continue;
+    const keyword = await other.retrieve({ query, mode: 'keyword', topK: depth, rerank: false });
+    const nearest = await other.retrieve({ query, mode: 'semantic', topK, rerank: false });
+    const found = new Set([...keyword.items, ...nearest.items].map((h) => h.id));
+    if (missing.some((id) => found.has(id))) return false;
+  }
+  return true;
+}
+
 /** Counts on both sides, and the retrievals compared. */
 export async function verify(deps: {
   source: SqliteSource;
@@ -167,6 +161,7 @@ export async function verify(deps: {
     queries: queries.length,
     agreed: Object.fromEntries(MODES.map((m) => [m, 0])),
     tied: Object.fromEntries(MODES.map((m) => [m, 0])),
+    candidates: 0,
     mismatches: [],
     maxScoreDelta: 0,
   };
@@ -192,6 +187,15 @@ export async function verify(deps: {
         const mine = a?.items ?? [];
         const theirs = b?.items ?? [];
         const outcome = compareHits(mine, theirs, body.topK);
+        const depth = Math.max(options.hybridCandidates, body.topK * 4);
+        if (
+          outcome === 'different' &&
+          mode === 'hybrid' &&
+          (await hybridCandidatesOnly(services, query, [mine, theirs], body.topK, depth))
+        ) {
+          result.candidates += 1;
+          continue;
+        }
         if (outcome === 'different') {
           const ids = (hits: readonly Hit[]) => hits.map((h) => h.id);
           result.mismatches.push({ mode, query, source: ids(mine), target: ids(theirs) });

@@ -245,7 +245,9 @@ function printReport(report: MigrateDataReport, opts: MigrateDataOptions): void 
     (m) => `${m} ${v.agreed[m] ?? 0}/${v.queries} (+${v.tied[m] ?? 0} up to ties)`,
   ).join(', ');
   console.log(
-    `retrievals with the same hits in the same order: ${agreed} (largest score difference ${v.maxScoreDelta.toExponential(2)})`,
+    `retrievals with the same hits in the same order: ${agreed}; hybrid ones differing only by ` +
+      `candidates at the edge of the nearest chunks: ${v.candidates}; largest score difference ` +
+      v.maxScoreDelta.toExponential(2),
   );
   for (const m of v.mismatches.slice(0, 5)) {
     console.log(

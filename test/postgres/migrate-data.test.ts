@@ -8,9 +8,10 @@
 import { execFile, spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compareHits } from '../../src/cli/migrate-data-verify.js';
+import { compareHits } from '../../src/cli/migrate-data-compare.js';
 import { bearer, tempDir, TEST_EMBEDDING_CACHE } from '../helpers.js';
 import { knowledgeApp, type KnowledgeClient } from '../knowledge/helpers.js';
 import { freshDatabase, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
@@ -321,5 +322,23 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
     expect(await migrateDataFails(elsewhere, ['--to', copied.url])).toMatch(
       /holds a copy of another base/,
     );
+
+    // A process writing to the source (holding its write lock): refused, nothing copied.
+    const writer = new Database(join(dir, 'aps.sqlite'));
+    const empty = await fresh();
+    try {
+      writer.exec('begin immediate');
+      expect(await migrateDataFails(dir, ['--to', empty.url])).toMatch(
+        /being written by another process/,
+      );
+    } finally {
+      writer.exec('rollback');
+      writer.close();
+    }
+    const [none] = await query<{ n: boolean }>(
+      empty.url,
+      "select to_regclass('knowledge_documents') is null as n",
+    );
+    expect(none?.n).toBe(true);
   }, 180_000);
 });
