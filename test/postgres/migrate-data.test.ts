@@ -6,15 +6,25 @@
  * Runs only when TEST_DATABASE_URL is set.
  */
 import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareHits } from '../../src/cli/migrate-data-compare.js';
 import { bearer, tempDir, TEST_EMBEDDING_CACHE } from '../helpers.js';
-import { knowledgeApp, type KnowledgeClient } from '../knowledge/helpers.js';
+import {
+  insertIndexingDocument,
+  knowledgeApp,
+  storeOf,
+  type KnowledgeClient,
+} from '../knowledge/helpers.js';
 import { freshDatabase, TEST_DATABASE_URL, type FreshDatabase } from './pg.js';
+
+/** Copied: 30 made, one deleted, two more committed through the store. */
+const DOCUMENTS = 31;
 
 const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
 const run = promisify(execFile);
@@ -22,7 +32,13 @@ const run = promisify(execFile);
 interface Report {
   resumed: boolean;
   skipped: number;
-  copied: { documents: number; chunks: number; vectors: number; files: number };
+  copied: {
+    documents: number;
+    chunks: number;
+    vectors: number;
+    files: number;
+    missingFiles: string[];
+  };
   verification: {
     countMismatches: unknown[];
     counts: Record<string, { source: number; target: number }>;
@@ -171,6 +187,47 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
       await k.indexOk(id, { maxChars: 200, overlapChars: 0 });
       if (n === 27) expect((await k.delete(id)).statusCode).toBeLessThan(300);
     }
+    // Two documents also holding a second model's vectors (a model switch in progress), written
+    // through the store's own commit; they have no stored file (reported as missing).
+    const store = await storeOf(t.ctx);
+    const { embedder } = t.ctx.knowledge;
+    if (t.ctx.database.driver !== 'sqlite') throw new Error('expected SQLite');
+    for (let n = 30; n < 32; n++) {
+      const contents = [0, 1].map(
+        (i) => `Switch ${n}.${i}: the ${WORDS[n % 16] ?? ''} in the orchard.`,
+      );
+      const vectors = await embedder.embedDocuments(contents);
+      const { id, token } = insertIndexingDocument(t.ctx.database.native, 'p1');
+      const outcome = await store.commitIndex({
+        documentId: id,
+        indexToken: token,
+        model: embedder.model,
+        dimensions: embedder.dimensions,
+        chunks: contents.map((content, i) => ({
+          id: `${id}-${i}`,
+          chunkIndex: i,
+          sectionPath: `Switch ${n}`,
+          page: null,
+          content,
+          tokenEstimate: 10,
+          metadata: {},
+          contentHash: createHash('sha256').update(content).digest('hex'),
+          vector: vectors[i] ?? new Float32Array(embedder.dimensions),
+        })),
+        alsoVectors: [
+          {
+            model: 'other-model',
+            dimensions: 8,
+            vectors: contents.map((_, i) =>
+              Float32Array.from({ length: 8 }, (_, j) => Math.sin(n + i + j)),
+            ),
+          },
+        ],
+        document: { markdown_path: null, converter_command: null, converter_meta: null },
+      });
+      expect(outcome).toBe('committed');
+    }
+    await store.close?.();
     await t.close(true);
   }, 120_000);
 
@@ -182,11 +239,13 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
     const target = await fresh();
     const report = await migrateData(dir, ['--to', target.url, '--storage', 'postgres']);
     expect(report.resumed).toBe(false);
-    expect(report.copied.documents).toBe(29);
+    expect(report.copied.documents).toBe(DOCUMENTS);
     expect(report.copied.files).toBeGreaterThanOrEqual(29 + 27); // sources, markdown of the indexed
+    expect(report.copied.missingFiles).toHaveLength(2);
     const v = report.verification;
     expect(v?.countMismatches).toEqual([]);
-    expect(v?.counts['documents indexed']).toEqual({ source: 27, target: 27 });
+    expect(v?.counts['documents indexed']).toEqual({ source: 29, target: 29 });
+    expect(v?.counts['vectors other-model (8)']).toEqual({ source: 4, target: 4 });
     expect(v?.counts['documents uploaded']).toEqual({ source: 2, target: 2 });
     expect(v?.counts.api_keys).toEqual({ source: 2, target: 2 });
     expect(v?.counts.chunks?.target).toBeGreaterThan(100);
@@ -229,8 +288,8 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
         }
       }
       const doc = (await pk.get('/documents?limit=100'))
-        .json<{ items: { id: string; status: string }[] }>()
-        .items.find((d) => d.status === 'indexed');
+        .json<{ items: { id: string; name: string; status: string }[] }>()
+        .items.find((d) => d.status === 'indexed' && d.name.startsWith('notes-'));
       const path = `/documents/${doc?.id ?? ''}/markdown`;
       const md = await pk.get(path);
       expect(md.statusCode, md.body).toBe(200);
@@ -267,12 +326,12 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
       'select count(*)::int as n from knowledge_documents',
     );
     expect(partial?.n).toBeGreaterThanOrEqual(3);
-    expect(partial?.n).toBeLessThan(29);
+    expect(partial?.n).toBeLessThan(DOCUMENTS);
 
     const report = await migrateData(dir, ['--to', target.url]);
     expect(report.resumed).toBe(true);
     expect(report.skipped).toBe(partial?.n);
-    expect(report.skipped + report.copied.documents).toBe(29);
+    expect(report.skipped + report.copied.documents).toBe(DOCUMENTS);
     expect(report.verification?.countMismatches).toEqual([]);
     expect(report.verification?.mismatches).toEqual([]);
     // The BM25 statistics count each chunk once.
@@ -295,7 +354,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
     expect(stats?.terms).toBe(stats?.lexemes);
   }, 180_000);
 
-  it('refuses a target holding other documents, or a copy of another base', async () => {
+  it('copies files to --files-dir; refuses a target holding other documents, a copy of another base, a source being written', async () => {
     const target = await fresh();
     const other = await knowledgeApp(
       { DATABASE_URL: target.url, STORAGE_DRIVER: 'postgres' },
@@ -312,7 +371,23 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
     expect(await migrateDataFails(dir, ['--to', target.url])).toMatch(/already holds 1 documents/);
 
     const copied = await fresh();
-    await migrateData(dir, ['--to', copied.url, '--no-verify']);
+    // --storage local --files-dir: the files copied to another data directory.
+    const filesDir = tempDir();
+    const local = await migrateData(dir, [
+      '--to',
+      copied.url,
+      '--no-verify',
+      '--files-dir',
+      filesDir,
+    ]);
+    expect(local.copied.files).toBeGreaterThanOrEqual(29 + 27);
+    const [row] = await query<{ file_path: string; markdown_path: string }>(
+      copied.url,
+      'select file_path, markdown_path from knowledge_documents where markdown_path is not null limit 1',
+    );
+    for (const key of [row?.file_path ?? '', row?.markdown_path ?? '']) {
+      expect(readFileSync(join(filesDir, key))).toEqual(readFileSync(join(dir, key)));
+    }
     const elsewhere = tempDir();
     const { t } = await knowledgeApp(
       { DATABASE_URL: `sqlite:${join(elsewhere, 'aps.sqlite')}` },
