@@ -10,6 +10,7 @@ import type { FileStorage } from '../knowledge/storage/storage.js';
 import type {
   CopiedDocument,
   PostgresDocumentImport,
+  PreparedDocuments,
 } from '../knowledge/search/postgres/import-documents.js';
 import type { Row, SqliteSource } from './migrate-data-source.js';
 import type { PostgresTarget } from './migrate-data-target.js';
@@ -84,23 +85,32 @@ export function batches(
   return out;
 }
 
-/** Copies one batch of documents (files, rows, chunks, keyword rows, vectors) in one transaction. */
-export async function copyBatch(
+/** Where a batch is read from and written to. */
+export interface CopyDeps {
+  source: SqliteSource;
+  target: PostgresTarget;
+  importer: PostgresDocumentImport;
+  files: FileCopy;
+}
+
+/** A batch read from the source, its files copied and its keyword rows built: ready to write. */
+export interface PreparedBatch {
+  docs: readonly Row[];
+  chunkRows: Row[];
+  prepared: PreparedDocuments;
+}
+
+/** Reads a batch of documents and copies their files (before their rows: see above). */
+export async function prepareBatch(
   docs: readonly Row[],
-  deps: {
-    source: SqliteSource;
-    target: PostgresTarget;
-    importer: PostgresDocumentImport;
-    files: FileCopy;
-  },
+  deps: CopyDeps,
   totals: CopyTotals,
-): Promise<void> {
-  const { source, target, importer, files } = deps;
+): Promise<PreparedBatch> {
+  const { source, importer, files } = deps;
   for (const doc of docs) {
     await copyFile(files, doc.file_path as string, totals);
     if (typeof doc.markdown_path === 'string') await copyFile(files, doc.markdown_path, totals);
   }
-  const documentColumns = await target.shared('knowledge_documents', Object.keys(docs[0] ?? {}));
   const tables = source.vectorTables();
   const copied: CopiedDocument[] = [];
   const chunkRows: Row[] = [];
@@ -123,24 +133,66 @@ export async function copyBatch(
       }),
     });
   }
-  const chunkColumns =
-    chunkRows.length === 0
-      ? []
-      : await target.shared('knowledge_chunks', Object.keys(chunkRows[0] ?? {}));
-  await importer.write(copied, async (client) => {
+  return { docs, chunkRows, prepared: await importer.prepare(copied) };
+}
+
+/** Writes a prepared batch (rows, chunks, keyword rows, vectors) in one transaction. */
+export async function writeBatch(
+  batch: PreparedBatch,
+  deps: CopyDeps,
+  totals: CopyTotals,
+): Promise<void> {
+  const { target, importer } = deps;
+  const { docs, chunkRows, prepared } = batch;
+  const documentColumns = await target.shared('knowledge_documents', Object.keys(docs[0] ?? {}));
+  const chunkColumns = await target.shared('knowledge_chunks', Object.keys(chunkRows[0] ?? {}));
+  await importer.write(prepared, async (client) => {
     await target.insert(client, 'knowledge_documents', documentColumns, docs);
     for (let from = 0; from < chunkRows.length; from += PAGE) {
-      await target.insert(
-        client,
-        'knowledge_chunks',
-        chunkColumns,
-        chunkRows.slice(from, from + PAGE),
-      );
+      const page = chunkRows.slice(from, from + PAGE);
+      await target.insert(client, 'knowledge_chunks', chunkColumns, page);
     }
   });
   totals.documents += docs.length;
   totals.chunks += chunkRows.length;
-  for (const doc of copied) for (const set of doc.vectors) totals.vectors += set.ids.length;
+  for (const doc of prepared.documents) {
+    for (const set of doc.vectors) totals.vectors += set.ids.length;
+  }
+}
+
+/**
+ * Copies `list` batch by batch, the next one read and prepared while the previous one is written
+ * (the keyword rows' build in this process overlaps the database's work); `step` after each
+ * written batch, `stopping()` checked before each. True when it stopped before the last.
+ */
+export async function copyBatches(
+  list: readonly Row[][],
+  deps: CopyDeps,
+  totals: CopyTotals,
+  hooks: {
+    begin(batch: readonly Row[]): void;
+    step(batch: readonly Row[]): void;
+    stopping(): boolean;
+  },
+): Promise<boolean> {
+  const start = (i: number) => {
+    const docs = list[i];
+    if (docs === undefined || hooks.stopping()) return null;
+    const pending = prepareBatch(docs, deps, totals);
+    pending.catch(() => undefined); // awaited below; a failure must not go unhandled meanwhile
+    return pending;
+  };
+  let next = start(0);
+  let written = 0;
+  while (next !== null) {
+    const batch = await next;
+    next = start(written + 1);
+    hooks.begin(batch.docs);
+    await writeBatch(batch, deps, totals);
+    hooks.step(batch.docs);
+    written += 1;
+  }
+  return written < list.length;
 }
 
 /**

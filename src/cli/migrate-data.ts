@@ -22,7 +22,7 @@ import { LocalStorage } from '../knowledge/storage/local-storage.js';
 import { PostgresStorage } from '../knowledge/storage/postgres-storage.js';
 import type { FileStorage } from '../knowledge/storage/storage.js';
 import { createLogger } from '../logger.js';
-import { batches, copyBatch, copyPlainTables, type CopyTotals } from './migrate-data-copy.js';
+import { batches, copyBatches, copyPlainTables, type CopyTotals } from './migrate-data-copy.js';
 import { SqliteSource } from './migrate-data-source.js';
 import { PostgresTarget } from './migrate-data-target.js';
 import { MODES, verify, type Verification } from './migrate-data-verify.js';
@@ -160,19 +160,20 @@ async function copyAll(
   };
   const totals: CopyTotals = { documents: 0, chunks: 0, vectors: 0, files: 0, missingFiles: [] };
   const progress = new Progress(session.status, todo.length, undefined, 'copying');
-  let stopped = false;
+  const list = batches(todo, source.chunkCounts(), Math.max(1, opts.batchChunks));
+  let stopped: boolean;
   try {
-    for (const batch of batches(todo, source.chunkCounts(), Math.max(1, opts.batchChunks))) {
-      if (stopping()) {
-        stopped = true;
-        break;
-      }
-      progress.begin(
-        `${typeof batch[0]?.name === 'string' ? batch[0].name : ''}${batch.length > 1 ? ` (+${batch.length - 1})` : ''}`,
-      );
-      await copyBatch(batch, { source, target, importer, files }, totals);
-      for (let i = 0; i < batch.length; i++) progress.step();
-    }
+    stopped = await copyBatches(list, { source, target, importer, files }, totals, {
+      begin(batch) {
+        const first = batch[0]?.name;
+        const more = batch.length > 1 ? ` (+${batch.length - 1})` : '';
+        progress.begin(`${typeof first === 'string' ? first : ''}${more}`);
+      },
+      step(batch) {
+        for (let i = 0; i < batch.length; i++) progress.step();
+      },
+      stopping,
+    });
   } finally {
     progress.end();
   }

@@ -11,6 +11,7 @@ import {
   insertKeywordRows,
   keywordRows,
   updateStatistics,
+  type KeywordRows,
 } from './keyword/keyword-rows.js';
 import { insertPostings, type ChunkPostings } from './keyword/postings.js';
 import { Stemmer } from './keyword/words.js';
@@ -44,6 +45,12 @@ export interface CopiedDocument {
   vectors: CopiedVectors[];
 }
 
+/** Documents with their keyword rows built, ready for `write`. */
+export interface PreparedDocuments {
+  documents: readonly CopiedDocument[];
+  keyword: KeywordRows[];
+}
+
 const NOTHING_REMOVED = { lexemes: [], counts: [], chunks: 0, tokens: 0 };
 
 export class PostgresDocumentImport {
@@ -68,15 +75,10 @@ export class PostgresDocumentImport {
   }
 
   /**
-   * Writes `documents` in one transaction: `writeRows` first (the documents' and chunks' rows),
-   * then each chunk's keyword row, postings, statistics and vectors. The documents must be new
-   * to this database.
+   * Builds the keyword rows of `documents` (outside any transaction, so that a caller may build
+   * the next batch's while the previous one is written).
    */
-  async write(
-    documents: readonly CopiedDocument[],
-    writeRows: (client: PoolClient) => Promise<void>,
-  ): Promise<void> {
-    const features = await this.vectors.loadFeatures();
+  async prepare(documents: readonly CopiedDocument[]): Promise<PreparedDocuments> {
     const keyword = await this.withClient(async (client) => {
       const rows = [];
       for (const doc of documents) {
@@ -84,6 +86,20 @@ export class PostgresDocumentImport {
       }
       return rows;
     });
+    return { documents, keyword };
+  }
+
+  /**
+   * Writes prepared documents in one transaction: `writeRows` first (the documents' and chunks'
+   * rows), then each chunk's keyword row, postings, statistics and vectors. The documents must be
+   * new to this database.
+   */
+  async write(
+    prepared: PreparedDocuments,
+    writeRows: (client: PoolClient) => Promise<void>,
+  ): Promise<void> {
+    const { documents, keyword } = prepared;
+    const features = await this.vectors.loadFeatures();
     try {
       await withTransaction(this.pool, 'begin', async (client) => {
         await writeRows(client);
