@@ -79,14 +79,17 @@ const target = new URL(admin);
 target.pathname = `/${name}`;
 try {
   const started = performance.now();
-  const { stdout } = await promisify(execFile)(
+  const { stdout, code } = await promisify(execFile)(
     process.execPath,
     [CLI, 'migrate-data', '--to', target.toString(), '--json', '--queries', values.queries],
     {
       env: { ...process.env, ...benchEnv(dir, KEY), LOG_LEVEL: 'warn' },
       maxBuffer: 64 * 2 ** 20,
     },
-  ).catch((error: unknown) => error as { stdout: string; code: number });
+  ).then(
+    (out) => ({ ...out, code: 0 }),
+    (error: unknown) => error as { stdout: string; code: number },
+  );
   const wall = (performance.now() - started) / 1000;
   const report = JSON.parse(stdout) as {
     copied: { documents: number; chunks: number; vectors: number };
@@ -96,6 +99,7 @@ try {
       queries: number;
       agreed: Record<string, number>;
       tied: Record<string, number>;
+      candidates: number;
       mismatches: unknown[];
       countMismatches: unknown[];
       maxScoreDelta: number;
@@ -104,7 +108,8 @@ try {
   const c = report.copied;
   console.log(
     `copy: ${c.documents} documents, ${c.chunks} chunks, ${c.vectors} vectors in ${report.seconds.toFixed(1)} s ` +
-      `(${Math.round(report.chunksPerSecond)} chunks/s); whole command with its verification ${wall.toFixed(1)} s`,
+      `(${Math.round(report.chunksPerSecond)} chunks/s); whole command with its verification ${wall.toFixed(1)} s ` +
+      `(exit status ${code})`,
   );
   const v = report.verification;
   if (v !== null) {
@@ -113,7 +118,8 @@ try {
       .join('; ');
     console.log(
       `verify: count mismatches ${v.countMismatches.length}; retrievals: ${modes}; ` +
-        `mismatches ${v.mismatches.length}; largest score difference ${v.maxScoreDelta.toExponential(2)}`,
+        `hybrid differing only by candidates ${v.candidates}; mismatches ${v.mismatches.length}; ` +
+        `largest score difference ${v.maxScoreDelta.toExponential(2)}`,
     );
   }
 } finally {
