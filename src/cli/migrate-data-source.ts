@@ -47,7 +47,7 @@ export class SqliteSource {
     } catch (error) {
       if ((error as { code?: string }).code?.startsWith('SQLITE_BUSY') === true) {
         throw new SourceBusyError(
-          `${this.filename} is being written by another process: stop the server (or start it with a read-only database) and run again`,
+          `${this.filename} is being written by another process: stop the server (or whatever writes to it) and run again`,
         );
       }
       throw error;

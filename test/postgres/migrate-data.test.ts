@@ -416,4 +416,26 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
     );
     expect(none?.n).toBe(true);
   }, 180_000);
+
+  it('fails when the source is written during the copy', async () => {
+    const target = await fresh();
+    const args = [CLI, 'migrate-data', '--to', target.url, '--batch-chunks', '1', '--no-verify'];
+    const child = spawn(process.execPath, args, { env: cliEnv(dir), cwd: dir });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    let written = false;
+    child.stderr.on('data', (d: Buffer) => {
+      if (written || !/copying 3\//.test(d.toString())) return;
+      written = true;
+      const writer = new Database(join(dir, 'aps.sqlite'));
+      writer
+        .prepare('insert into audit_log (id, at, actor, action, target) values (?, ?, ?, ?, ?)')
+        .run('late', new Date().toISOString(), 'test', 'late.write', 'x');
+      writer.close();
+    });
+    const code = await new Promise<number | null>((done) => child.on('exit', done));
+    expect(written).toBe(true);
+    expect(code).toBe(1);
+    expect(out).toMatch(/written during the copy/);
+  }, 120_000);
 });
