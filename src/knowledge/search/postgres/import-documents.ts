@@ -103,6 +103,7 @@ export class PostgresDocumentImport {
     try {
       await withTransaction(this.pool, 'begin', async (client) => {
         await writeRows(client);
+        const added = { chunks: 0, tokens: 0 };
         for (const [n, doc] of documents.entries()) {
           const rows = keyword[n];
           if (rows === undefined) throw new Error('keyword rows missing');
@@ -125,11 +126,16 @@ export class PostgresDocumentImport {
             }
           }
           await insertPostings(client, doc.id, doc.projectKey, postings);
-          await updateStatistics(client, doc.id, NOTHING_REMOVED, {
-            chunks: doc.chunks.length,
-            tokens: rows.tokenCounts.reduce((a, b) => a + b, 0),
-          });
+          added.chunks += doc.chunks.length;
+          added.tokens += rows.tokenCounts.reduce((a, b) => a + b, 0);
         }
+        // Once for the batch: each lexeme's count row is updated once, not once per document.
+        await updateStatistics(
+          client,
+          documents.map((d) => d.id),
+          NOTHING_REMOVED,
+          added,
+        );
         await bumpKeywordGeneration(client);
       });
     } catch (error) {

@@ -191,13 +191,14 @@ async function removeKeywordRows(
 }
 
 /**
- * Applies the BM25 statistics change of a document: + its current keyword rows, − the removed
- * ones. Last in the transaction and in lexeme order, so that concurrent commits hold the
- * shared counter rows briefly and never deadlock.
+ * Applies the BM25 statistics change of a document (or of several documents written together,
+ * whose keyword rows are all new): + their current keyword rows, − the removed ones. Last in the
+ * transaction and in lexeme order, so that concurrent commits hold the shared counter rows
+ * briefly and never deadlock.
  */
 export async function updateStatistics(
   client: PoolClient,
-  documentId: string,
+  documentId: string | readonly string[],
   removed: Removed,
   added: { chunks: number; tokens: number },
 ): Promise<void> {
@@ -206,7 +207,7 @@ export async function updateStatistics(
        select lexeme, sum(n)::int as n from (
          select u.lexeme, count(*)::int as n
          from knowledge_chunks_fts f cross join lateral unnest(tsvector_to_array(f.terms)) as u(lexeme)
-         where f.document_id = $1 group by u.lexeme
+         where f.document_id = any($1::text[]) group by u.lexeme
          union all
          select o.lexeme, -o.n from unnest($2::text[], $3::int[]) as o(lexeme, n)
        ) x group by lexeme having sum(n) <> 0
@@ -214,7 +215,7 @@ export async function updateStatistics(
      insert into knowledge_fts_terms (lexeme, chunks)
      select lexeme, n from delta order by lexeme
      on conflict (lexeme) do update set chunks = knowledge_fts_terms.chunks + excluded.chunks`,
-    [documentId, removed.lexemes, removed.counts],
+    [typeof documentId === 'string' ? [documentId] : documentId, removed.lexemes, removed.counts],
   );
   if (removed.lexemes.length > 0) {
     await client.query(
