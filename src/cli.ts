@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * `aps`: serve, migrate, manage API keys, re-index, back up and restore from the command line. Notes, logs and the
- * progress bar go to stderr; stdout carries only the results (tables, or JSON with --json).
+ * `aps`: serve, migrate, manage API keys, re-index, back up and restore, and copy a base to
+ * PostgreSQL from the command line. Notes, logs and the progress bar go to stderr; stdout carries
+ * only the results (tables, or JSON with --json).
  */
 import { createRequire } from 'node:module';
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -15,6 +16,7 @@ import { BackupError } from './cli/backup-manifest.js';
 import { registerBackup } from './cli/backup-commands.js';
 import { sqliteFileMissing, table } from './cli/output.js';
 import { registerKeys } from './cli/keys.js';
+import { registerMigrateData } from './cli/migrate-data.js';
 import { registerModels } from './cli/models.js';
 import { registerReindex, UsageError } from './cli/reindex.js';
 import { CliSession, NoDatabaseError } from './cli/session.js';
@@ -102,6 +104,7 @@ program
   });
 
 registerReindex(program, session);
+registerMigrateData(program, session);
 registerModels(program, session);
 registerKeys(program, session);
 registerBackup(program, session);

@@ -43,6 +43,8 @@ export class Progress {
     private readonly status: StatusLine,
     private readonly total: number,
     private readonly now: () => number = () => performance.now(),
+    /** The plain line's verb (not on a terminal): `reindexing 3/10 name`. */
+    private readonly verb = 'reindexing',
   ) {
     this.started = now();
     if (status.isTTY) {
@@ -58,7 +60,7 @@ export class Progress {
   begin(label: string): void {
     this.label = label;
     if (this.status.isTTY) this.draw();
-    else this.status.write(`reindexing ${this.done + 1}/${this.total} ${label}\n`);
+    else this.status.write(`${this.verb} ${this.done + 1}/${this.total} ${label}\n`);
   }
 
   /** An item finished (well or not). */

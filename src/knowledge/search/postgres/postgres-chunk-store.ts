@@ -20,6 +20,7 @@ import {
 import { parseVector } from './encoding.js';
 import {
   deleteKeywordRows,
+  insertKeywordRows,
   keywordRows,
   purgeKeywordRows,
   updateStatistics,
@@ -126,7 +127,7 @@ export class PostgresChunkStore implements ChunkStore {
         const removed = await this.deleteChunks(client, commit.documentId);
         const now = new Date().toISOString();
         const chunks = commit.chunks;
-        const { terms, tokenCounts, counts } = keyword;
+        const { tokenCounts } = keyword;
         const postings: ChunkPostings[] = [];
         // In batches: every statement stays well inside the statement timeout (inserting into the
         // HNSW index takes a few milliseconds per vector).
@@ -159,28 +160,12 @@ export class PostgresChunkStore implements ChunkStore {
               batch.map((c) => c.pageEnd ?? c.page),
             ],
           );
-          const inserted = await client.query<{ id: string; seq: number }>(
-            `insert into knowledge_chunks_fts (chunk_id, document_id, project_key, token_count, terms)
-             select t.id, $2, $3, t.token_count, t.terms
-             from unnest($1::text[], $4::int[], $5::tsvector[]) as t(id, token_count, terms)
-             returning chunk_id as id, seq::float8 as seq`,
-            [
-              ids,
-              commit.documentId,
-              doc.project_key,
-              tokenCounts.slice(from, from + INSERT_BATCH),
-              terms.slice(from, from + INSERT_BATCH),
-            ],
+          postings.push(
+            ...(await insertKeywordRows(client, ids, commit.documentId, doc.project_key, {
+              keyword,
+              from,
+            })),
           );
-          const at = new Map(ids.map((id, i) => [id, from + i]));
-          for (const { id, seq } of inserted.rows) {
-            const i = at.get(id) ?? 0;
-            postings.push({
-              seq,
-              length: tokenCounts[i] ?? 0,
-              counts: counts[i] ?? new Map<string, number>(),
-            });
-          }
           await this.vectors.insert(client, features, table, {
             ids,
             documentId: commit.documentId,

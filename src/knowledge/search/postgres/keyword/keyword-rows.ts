@@ -9,7 +9,7 @@ import { sliceTurn } from '../../../../event-loop-turns.js';
 import { COLUMN_WEIGHTS } from '../../bm25.js';
 import type { NewChunk } from '../../chunk-store.js';
 import { tsvectorLiteral } from '../encoding.js';
-import { DOUBLED_WEIGHTS } from './postings.js';
+import { DOUBLED_WEIGHTS, type ChunkPostings } from './postings.js';
 import { fitsTsvector, indexWords, type Stemmer } from './words.js';
 
 /** FTS5 and tsvector both stop counting positions at some point; tsvector at 16383. */
@@ -103,6 +103,42 @@ export async function keywordRows(
 }
 
 /**
+ * Inserts the keyword rows of chunks `ids` of a document, which are `rows.keyword`'s rows from
+ * `rows.from` on, and returns their postings (for insertPostings, postings.ts).
+ */
+export async function insertKeywordRows(
+  client: PoolClient,
+  ids: readonly string[],
+  documentId: string,
+  projectKey: string,
+  rows: { keyword: KeywordRows; from: number },
+): Promise<ChunkPostings[]> {
+  const { keyword, from } = rows;
+  const inserted = await client.query<{ id: string; seq: number }>(
+    `insert into knowledge_chunks_fts (chunk_id, document_id, project_key, token_count, terms)
+     select t.id, $2, $3, t.token_count, t.terms
+     from unnest($1::text[], $4::int[], $5::tsvector[]) as t(id, token_count, terms)
+     returning chunk_id as id, seq::float8 as seq`,
+    [
+      ids,
+      documentId,
+      projectKey,
+      keyword.tokenCounts.slice(from, from + ids.length),
+      keyword.terms.slice(from, from + ids.length),
+    ],
+  );
+  const at = new Map(ids.map((id, i) => [id, from + i]));
+  return inserted.rows.map(({ id, seq }) => {
+    const i = at.get(id) ?? 0;
+    return {
+      seq,
+      length: keyword.tokenCounts[i] ?? 0,
+      counts: keyword.counts[i] ?? new Map<string, number>(),
+    };
+  });
+}
+
+/**
  * Deletes the keyword rows of the given chunks (a slice of a hidden document's) and subtracts
  * them from the BM25 statistics, in lexeme order (as updateStatistics: no deadlock with commits).
  */
@@ -155,13 +191,14 @@ async function removeKeywordRows(
 }
 
 /**
- * Applies the BM25 statistics change of a document: + its current keyword rows, − the removed
- * ones. Last in the transaction and in lexeme order, so that concurrent commits hold the
- * shared counter rows briefly and never deadlock.
+ * Applies the BM25 statistics change of a document (or of several documents written together,
+ * whose keyword rows are all new): + their current keyword rows, − the removed ones. Last in the
+ * transaction and in lexeme order, so that concurrent commits hold the shared counter rows
+ * briefly and never deadlock.
  */
 export async function updateStatistics(
   client: PoolClient,
-  documentId: string,
+  documentId: string | readonly string[],
   removed: Removed,
   added: { chunks: number; tokens: number },
 ): Promise<void> {
@@ -170,7 +207,7 @@ export async function updateStatistics(
        select lexeme, sum(n)::int as n from (
          select u.lexeme, count(*)::int as n
          from knowledge_chunks_fts f cross join lateral unnest(tsvector_to_array(f.terms)) as u(lexeme)
-         where f.document_id = $1 group by u.lexeme
+         where f.document_id = any($1::text[]) group by u.lexeme
          union all
          select o.lexeme, -o.n from unnest($2::text[], $3::int[]) as o(lexeme, n)
        ) x group by lexeme having sum(n) <> 0
@@ -178,7 +215,7 @@ export async function updateStatistics(
      insert into knowledge_fts_terms (lexeme, chunks)
      select lexeme, n from delta order by lexeme
      on conflict (lexeme) do update set chunks = knowledge_fts_terms.chunks + excluded.chunks`,
-    [documentId, removed.lexemes, removed.counts],
+    [typeof documentId === 'string' ? [documentId] : documentId, removed.lexemes, removed.counts],
   );
   if (removed.lexemes.length > 0) {
     await client.query(
