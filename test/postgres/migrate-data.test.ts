@@ -5,6 +5,7 @@
  * on SQLite still accepted); a run killed mid-way and resumed; targets that are refused.
  * Runs only when TEST_DATABASE_URL is set.
  */
+import { CLI as CLI_ACTOR } from '../../src/audit/actor.js';
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -150,6 +151,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
   const sqliteEnv = { DATABASE_URL: `sqlite:${join(dir, 'aps.sqlite')}` };
   let rawKey = '';
   let revokedKey = '';
+  let scopedKey = '';
   const databases: FreshDatabase[] = [];
   const fresh = async () => {
     const db = await freshDatabase();
@@ -163,11 +165,21 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
     const revoked = await t.ctx.apiKeys.create({
       name: 'old',
       level: 'L1',
-      actor: 'test',
+      actor: CLI_ACTOR,
       origin: 'cli',
     });
     revokedKey = revoked.rawKey;
-    await t.ctx.apiKeys.revoke(revoked.record.id, 'test');
+    await t.ctx.apiKeys.revoke(revoked.record.id, CLI_ACTOR);
+    scopedKey = (
+      await t.ctx.apiKeys.create({
+        name: 'reader',
+        level: 'L0',
+        actor: CLI_ACTOR,
+        origin: 'cli',
+        access: 'read',
+        projects: ['p1'],
+      })
+    ).rawKey;
     for (let n = 0; n < 30; n++) {
       const res = await t.app.inject({
         method: 'POST',
@@ -270,6 +282,26 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
         headers: bearer(revokedKey),
       });
       expect(revoked.statusCode).toBe(401);
+      // A scoped key stays scoped: it reads its project, may not write or reach another.
+      const reads = await pk.t.app.inject({
+        method: 'GET',
+        url: pk.url('/documents?projectId=p1&limit=1'),
+        headers: bearer(scopedKey),
+      });
+      expect(reads.statusCode, reads.body).toBe(200);
+      const writes = await pk.t.app.inject({
+        method: 'POST',
+        url: pk.url('/documents/text'),
+        headers: bearer(scopedKey),
+        payload: { name: 'x.md', text: 'x', projectId: 'p1' },
+      });
+      expect(writes.json()).toMatchObject({ code: 'AUTH_ACCESS_FORBIDDEN' });
+      const elsewhere = await pk.t.app.inject({
+        method: 'GET',
+        url: pk.url('/documents?projectId=other'),
+        headers: bearer(scopedKey),
+      });
+      expect(elsewhere.json()).toMatchObject({ code: 'AUTH_PROJECT_FORBIDDEN' });
 
       expect(await listed(pk)).toEqual(await listed(sqlite.k));
       for (const mode of ['keyword', 'semantic', 'hybrid']) {
