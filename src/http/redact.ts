@@ -39,17 +39,38 @@ const USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#@]*)@/i;
 /** An absolute URL inside free text (up to white space or a quote). */
 const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi;
 
+/** The code of the lower-cased letter or digit at `i` of `name`, or -1 for anything else. */
+function alnumAt(name: string, i: number): number {
+  const code = name.charCodeAt(i);
+  const lower = code | 0x20; // ASCII letters to lower case
+  if (lower >= 0x61 && lower <= 0x7a) return lower;
+  return code >= 0x30 && code <= 0x39 ? code : -1;
+}
+
+/** Whether `name`, its other characters skipped and its case ignored, ends with `ending`. */
+function endsLike(name: string, ending: string): boolean {
+  let k = ending.length - 1;
+  for (let i = name.length - 1; i >= 0 && k >= 0; i--) {
+    const c = alnumAt(name, i);
+    if (c === -1) continue;
+    if (c !== ending.charCodeAt(k)) return false;
+    k--;
+  }
+  return k < 0;
+}
+
 /** Whether a query parameter of this (raw, possibly percent-encoded) name holds a credential. */
 export function isSecretName(rawName: string): boolean {
-  let name = rawName.replace(/\+/g, ' ');
-  try {
-    name = decodeURIComponent(name);
-  } catch {
-    // A malformed escape: judge the raw name.
+  let name = rawName;
+  if (name.includes('%') || name.includes('+')) {
+    name = name.replace(/\+/g, ' ');
+    try {
+      name = decodeURIComponent(name);
+    } catch {
+      // A malformed escape: judge the raw name.
+    }
   }
-  const normalised = name.toLowerCase().replace(/[^a-z0-9]/g, '');
-  if (normalised === '') return false;
-  return SECRET_NAME_ENDINGS.some((ending) => normalised.endsWith(ending));
+  return SECRET_NAME_ENDINGS.some((ending) => endsLike(name, ending));
 }
 
 /** Whether `url` could hold a secret at all (the common case, a plain path, returns at once). */
@@ -63,18 +84,28 @@ function mayHoldSecret(url: string): boolean {
   );
 }
 
-/** A query string (after `?`, before `#`) with the values of credential parameters replaced. */
+/**
+ * A query string (after `?`, before `#`) with the values of credential parameters replaced; the
+ * same string when none is one.
+ */
 function redactQuery(query: string): string {
-  return query
-    .split(/([&;])/)
-    .map((part) => {
-      if (part === '&' || part === ';' || part === '') return part;
-      const equals = part.indexOf('=');
-      const name = equals === -1 ? part : part.slice(0, equals);
-      if (!isSecretName(name)) return part;
-      return `${name}=${REDACTED}`;
-    })
-    .join('');
+  let out = '';
+  let changed = false;
+  let start = 0;
+  while (start <= query.length) {
+    let end = start;
+    while (end < query.length && query[end] !== '&' && query[end] !== ';') end++;
+    const part = query.slice(start, end);
+    const equals = part.indexOf('=');
+    const name = equals === -1 ? part : part.slice(0, equals);
+    if (name !== '' && isSecretName(name)) {
+      out += `${name}=${REDACTED}`;
+      changed = true;
+    } else out += part;
+    if (end < query.length) out += query[end];
+    start = end + 1;
+  }
+  return changed ? out : query;
 }
 
 /** Key- and JWT-shaped runs replaced, wherever they are. */
