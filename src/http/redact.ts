@@ -102,7 +102,7 @@ function redactQuery(query: string): string {
       out += `${name}=${REDACTED}`;
       changed = true;
     } else out += part;
-    if (end < query.length) out += query[end];
+    if (end < query.length) out += query.charAt(end);
     start = end + 1;
   }
   return changed ? out : query;
