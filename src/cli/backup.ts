@@ -11,9 +11,10 @@
  * after three, its documents are hidden in the copy exactly as a delete hides them, and the
  * restored server purges them at start (counted in the manifest's `dropped`). Files added after
  * (1) are not referenced by the copy, so not taken. (3) The search snapshot files of the same
- * database (identity) at a generation not ahead of the copy's, CRC-checked: the restored server
- * catches them up from the copy's change log as after any restart; others are left out (it then
- * rebuilds from the tables). (4) secrets.json, without which the copy's API keys verify nothing.
+ * database (identity), hard-linked just before (1) (so one the server saves meanwhile replaces
+ * the file, not the link: what is taken is never ahead of the copy), CRC-checked, at a generation
+ * not ahead of the copy's: the restored server catches them up from the copy's change log as after
+ * any restart; others are left out (it then rebuilds from the tables). (4) secrets.json, without which the copy's API keys verify nothing.
  * Then manifest.json first and every file, written to `FILE.<pid>.tmp` and renamed: a failed
  * backup leaves no FILE. `.tar.gz` / `.tgz` → gzip, anything else a plain tar.
  *
@@ -106,6 +107,8 @@ function identity(file: string): string {
 
 interface DatabaseCopy {
   staged: Staged[];
+  /** The search snapshots linked just before the copy (step 0). */
+  snapshots: SnapshotCandidate[];
   dropped: Manifest['dropped'];
   generation: number;
   migrations: string[];
@@ -123,6 +126,7 @@ async function copyDatabase(
   for (let attempt = 1; ; attempt++) {
     rmSync(stagingDir, { recursive: true, force: true });
     mkdirSync(stagingDir, { recursive: true, mode: 0o700 });
+    const snapshots = await linkSnapshots(file, stagingDir);
     const live = new BetterSqlite3(file, { fileMustExist: true });
     try {
       live.pragma('busy_timeout = 10000');
@@ -163,6 +167,7 @@ async function copyDatabase(
       const one = (sql: string) => (copy.prepare(sql).get() as { n: number }).n;
       return {
         staged,
+        snapshots,
         dropped,
         generation: one('select generation as n from knowledge_search_generation where id = 1'),
         migrations: (
@@ -213,44 +218,78 @@ function hide(copy: BetterSqlite3.Database, ids: readonly string[]): void {
   })();
 }
 
-/** Step (3): the snapshots of this database not ahead of the copy; the names of those left out. */
-async function stageSnapshots(
-  file: string,
-  stagingDir: string,
-  generation: number,
-  staged: Staged[],
-): Promise<string[]> {
+/** A search snapshot linked into the staging directory, with what its header says. */
+interface SnapshotCandidate {
+  name: string;
+  taken: Staged[];
+  /** The generation it was saved at (null: unreadable). */
+  generation: number | null;
+  /** Why it cannot be taken whatever the copy's generation (null: it may be). */
+  why: string | null;
+}
+
+/**
+ * Step (0), just before the database copy: the snapshots of this database, hard-linked as they
+ * are now (with the graph files they name). A snapshot the server saves later replaces the file,
+ * not the link, so what is taken is never ahead of the copy made after it (generations only grow).
+ */
+async function linkSnapshots(file: string, stagingDir: string): Promise<SnapshotCandidate[]> {
   const dir = join(dirname(file), 'search-snapshots');
   const prefix = `${basename(file)}.`;
   const names = existsSync(dir) ? readdirSync(dir) : [];
   const database = identity(file);
-  const skipped: string[] = [];
+  const candidates: SnapshotCandidate[] = [];
   for (const name of names.filter((n) => n.startsWith(prefix) && n.endsWith('.snapshot'))) {
     // Renamed after the restored database; a graph file keeps its name (the snapshot names it).
     const path = `search-snapshots/${DATABASE}.${name.slice(prefix.length)}`;
     if (!stage(stagingDir, join(dir, name), path)) continue; // replaced meanwhile: none to take
-    const taken: Staged[] = [{ path, role: 'snapshot' }];
-    let why: string | null = null;
+    const candidate: SnapshotCandidate = {
+      name,
+      taken: [{ path, role: 'snapshot' }],
+      generation: null,
+      why: null,
+    };
     try {
       const meta = await checkedSnapshotMeta(join(stagingDir, path));
       const graph = meta.graph as { file?: unknown; bytes?: unknown } | undefined;
-      if (meta.database !== database) why = 'another database';
-      else if (typeof meta.generation !== 'number' || meta.generation > generation) {
-        why = 'written after the database copy';
-      } else if (graph !== undefined) {
+      if (typeof meta.generation === 'number') candidate.generation = meta.generation;
+      if (meta.database !== database) candidate.why = 'another database';
+      else if (graph !== undefined) {
         const graphPath = `search-snapshots/${String(graph.file)}`;
-        if (typeof graph.file !== 'string' || !safePath(graphPath)) why = 'graph file name';
-        else if (!stage(stagingDir, join(dir, graph.file), graphPath)) why = 'graph file gone';
-        else if (statSync(join(stagingDir, graphPath)).size !== graph.bytes) why = 'graph size';
-        else taken.push({ path: graphPath, role: 'snapshot' });
+        if (typeof graph.file !== 'string' || !safePath(graphPath))
+          candidate.why = 'graph file name';
+        else if (!stage(stagingDir, join(dir, graph.file), graphPath)) {
+          candidate.why = 'graph file gone';
+        } else if (statSync(join(stagingDir, graphPath)).size !== graph.bytes) {
+          candidate.why = 'graph size';
+        } else candidate.taken.push({ path: graphPath, role: 'snapshot' });
       }
     } catch (error) {
-      why = error instanceof Error ? error.message : String(error);
+      candidate.why = error instanceof Error ? error.message : String(error);
     }
-    if (why === null) staged.push(...taken);
+    candidates.push(candidate);
+  }
+  return candidates;
+}
+
+/** Step (3): the linked snapshots not ahead of the copy are taken; the names of those left out. */
+function keepSnapshots(
+  candidates: readonly SnapshotCandidate[],
+  stagingDir: string,
+  generation: number,
+  staged: Staged[],
+): string[] {
+  const skipped: string[] = [];
+  for (const c of candidates) {
+    const why =
+      c.why ??
+      (c.generation === null || c.generation > generation
+        ? 'written after the database copy'
+        : null);
+    if (why === null) staged.push(...c.taken);
     else {
-      skipped.push(`${name} (${why})`);
-      for (const t of taken) rmSync(join(stagingDir, t.path), { force: true });
+      skipped.push(`${c.name} (${why})`);
+      for (const t of c.taken) rmSync(join(stagingDir, t.path), { force: true });
     }
   }
   return skipped;
@@ -290,7 +329,7 @@ export async function backup(
       if (!existsSync(file)) throw new BackupError(`No database at ${file}: nothing to back up.`);
       const copy = await copyDatabase(config, file, stagingDir, note);
       staged = copy.staged;
-      const snapshotsSkipped = await stageSnapshots(file, stagingDir, copy.generation, staged);
+      const snapshotsSkipped = keepSnapshots(copy.snapshots, stagingDir, copy.generation, staged);
       manifest = {
         ...base,
         database: { kind: 'sqlite', migrations: copy.migrations, generation: copy.generation },

@@ -210,7 +210,11 @@ describe.skipIf(TEST_DATABASE_URL !== undefined)('aps backup / restore (SQLite)'
       try {
         const restoredApi = client(copy, key); // the key verifies: secrets.json came along
         await restoredApi.settled(); // runs interrupted by the backup's moment run again
-        // The snapshots were taken as this database's (then caught up), not rebuilt.
+        // The snapshots were taken as this database's (then caught up), not rebuilt. The search
+        // indexes load after the server listens: wait for their line.
+        for (let i = 0; i < 200 && !/search index snapshot loaded/.test(copy.out()); i++) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
         expect(copy.out()).toMatch(/"kind":"keyword".*search index snapshot loaded/);
         expect(copy.out()).not.toMatch(/another database/);
         const inCopy = await restoredApi.documents();
