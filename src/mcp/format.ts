@@ -1,7 +1,9 @@
 /**
  * Pure text formatting of tool results for an LLM: retrieval hits numbered for citation, with
- * their document, page(s), section trail and score, highlights marked, within a character budget.
+ * their document, page(s), section trail and score, highlights marked where markdown allows it
+ * (safe-highlights.ts), within a character budget.
  */
+import { markableRanges } from './safe-highlights.js';
 
 /** A retrieval hit as the retrieve route answers it (fields the text uses). */
 export interface HitLike {
@@ -23,21 +25,6 @@ const MARK = '**';
 /** Below this many characters a passage is not worth showing cut: the hit is left out. */
 const MIN_PASSAGE = 160;
 
-/** Sorted, merged ranges within [0, length). */
-function normalise(ranges: { start: number; end: number }[], length: number) {
-  const sorted = ranges
-    .map(({ start, end }) => ({ start: Math.max(0, start), end: Math.min(length, end) }))
-    .filter((r) => r.end > r.start)
-    .sort((a, b) => a.start - b.start);
-  const merged: { start: number; end: number }[] = [];
-  for (const r of sorted) {
-    const last = merged.at(-1);
-    if (last !== undefined && r.start <= last.end) last.end = Math.max(last.end, r.end);
-    else merged.push({ ...r });
-  }
-  return merged;
-}
-
 /** A start or end offset that does not split a surrogate pair. */
 function safe(text: string, offset: number): number {
   const code = text.charCodeAt(offset);
@@ -52,7 +39,7 @@ function safe(text: string, offset: number): number {
  */
 export function markPassage(hit: HitLike, budget: number): string {
   const text = hit.content;
-  const ranges = normalise(hit.highlights ?? [], text.length);
+  const ranges = markableRanges(text, hit.highlights ?? []);
   const full = text.length + ranges.length * 2 * MARK.length;
   let from = 0;
   let to = text.length;
@@ -75,11 +62,10 @@ export function markPassage(hit: HitLike, budget: number): string {
   let out = from > 0 ? '…' : '';
   let at = from;
   for (const r of ranges) {
-    if (r.end <= from || r.start >= to) continue;
-    const start = Math.max(r.start, from);
-    const end = Math.min(r.end, to);
-    out += text.slice(at, start) + MARK + text.slice(start, end) + MARK;
-    at = end;
+    // Only whole ranges: a cut one could split a code span or link it covers.
+    if (r.start < from || r.end > to) continue;
+    out += text.slice(at, r.start) + MARK + text.slice(r.start, r.end) + MARK;
+    at = r.end;
   }
   out += text.slice(at, to);
   if (to < text.length) out += '…';
@@ -99,7 +85,16 @@ function headerOf(hit: HitLike, n: number): string {
   if (pages !== '') parts.push(pages);
   if (hit.sectionPath !== '') parts.push(hit.sectionPath);
   parts.push(`score ${hit.score.toFixed(3)}`);
-  return `${parts.join(' — ')}\n(documentId ${hit.documentId}, chunk ${hit.chunkIndex})\n`;
+  return `${parts.join(' — ')}\n(documentId ${hit.documentId}, chunk ${hit.chunkIndex}; ${readAround(hit)})\n`;
+}
+
+/** How to read around a hit: read_document with its id and the pages or chunks about it. */
+export function readAround(hit: HitLike): string {
+  const range =
+    hit.page !== null
+      ? `fromPage ${hit.page}, toPage ${hit.pageEnd ?? hit.page}`
+      : `fromChunk ${Math.max(0, hit.chunkIndex - 1)}, toChunk ${hit.chunkIndex + 1}`;
+  return `read around it: read_document id ${hit.documentId}, ${range}`;
 }
 
 /**
@@ -134,7 +129,7 @@ export function formatHits(query: string, mode: string, hits: HitLike[], maxChar
   const needs = hits.map(
     (hit) =>
       hit.content.length +
-      normalise(hit.highlights ?? [], hit.content.length).length * 2 * MARK.length,
+      markableRanges(hit.content, hit.highlights ?? []).length * 2 * MARK.length,
   );
   for (let shown = hits.length; shown > 0; shown--) {
     const note =

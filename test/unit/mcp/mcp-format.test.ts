@@ -75,9 +75,11 @@ describe('pagesLabel and formatHits', () => {
       7000,
     );
     expect(text).toContain(
-      '[1] manual.pdf — p. 3 — Setup > Pump — score 0.812\n(documentId d1, chunk 4)\nfirst',
+      '[1] manual.pdf — p. 3 — Setup > Pump — score 0.812\n(documentId d1, chunk 4; read around it: read_document id d1, fromPage 3, toPage 3)\nfirst',
     );
-    expect(text).toContain('[2] manual.pdf — score 0.812');
+    expect(text).toContain(
+      '[2] manual.pdf — score 0.812\n(documentId d1, chunk 4; read around it: read_document id d1, fromChunk 3, toChunk 5)\nsecond',
+    );
   });
 
   it('stays within maxChars and says how many hits it left out', () => {
