@@ -259,7 +259,7 @@ describe.skipIf(TEST_DATABASE_URL === undefined)('aps migrate-data', () => {
     expect(v?.counts['documents indexed']).toEqual({ source: 29, target: 29 });
     expect(v?.counts['vectors other-model (8)']).toEqual({ source: 4, target: 4 });
     expect(v?.counts['documents uploaded']).toEqual({ source: 2, target: 2 });
-    expect(v?.counts.api_keys).toEqual({ source: 2, target: 2 });
+    expect(v?.counts.api_keys).toEqual({ source: 3, target: 3 });
     expect(v?.counts.chunks?.target).toBeGreaterThan(100);
     expect(v?.queries).toBe(20);
     expect(v?.mismatches).toEqual([]);
