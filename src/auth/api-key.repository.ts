@@ -5,7 +5,11 @@ import type { ApiKeyRow, Db } from '../db/schema.js';
 type NewApiKey = Omit<ApiKeyRow, 'last_used_at' | 'revoked_at' | 'replaced_by'>;
 
 export class ApiKeyRepository {
-  constructor(private readonly db: Db) {}
+  private readonly audits: AuditRepository;
+
+  constructor(private readonly db: Db) {
+    this.audits = new AuditRepository(db);
+  }
 
   findByHash(keyHash: string, db: Db = this.db): Promise<ApiKeyRow | undefined> {
     return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
@@ -85,7 +89,7 @@ export class ApiKeyRepository {
 
   /** An audit entry written in the key change's own transaction. */
   async audit(entry: AuditEntry, db: Db = this.db): Promise<void> {
-    await new AuditRepository(this.db).insert([entry], db);
+    await this.audits.insert([entry], db);
   }
 
   transaction<T>(fn: (db: Db) => Promise<T>): Promise<T> {

@@ -73,7 +73,7 @@ function toRecord(row: ApiKeyRow): ApiKeyRecord {
     lastUsedAt: row.last_used_at,
     revokedAt: row.revoked_at,
     replacedBy: row.replaced_by,
-    projects: row.projects === null ? null : [...(parseProjects(row.projects) ?? [])],
+    projects: parseProjects(row.projects)?.slice() ?? null,
     access: row.access,
   };
 }

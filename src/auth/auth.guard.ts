@@ -119,26 +119,28 @@ export function registerGuard(app: FastifyInstance, deps: GuardDeps): void {
         `Route ${String(route.method)} ${route.url} must declare config.access and config.mutates`,
       );
     }
+    const needs = routeNeeds(config);
+    const names = namesProject(route);
     for (const method of [route.method].flat()) {
       routes.push({
         method,
         url: route.url,
         level: access,
         mutates,
-        needs: routeNeeds(config),
+        needs,
         document: config.document === true,
         everyProject: config.everyProject === true,
-        namesProject: namesProject(route),
+        namesProject: names,
         stream: config.stream === true,
       });
     }
     if (access === 'public' && !mutates) return;
-    const check = routeGuard(deps, access, mutates, routeNeeds(config), routeName(route));
+    const check = routeGuard(deps, access, mutates, needs, routeName(route));
     const hooks = route.onRequest;
     route.onRequest =
       hooks === undefined ? [check] : [check, ...(Array.isArray(hooks) ? hooks : [hooks])];
     if (access === 'public') return;
-    const projectCheck = projectGuard(deps, route);
+    const projectCheck = projectGuard(deps, route, names);
     if (projectCheck !== undefined) {
       const handlers = route.preValidation;
       route.preValidation =
@@ -170,14 +172,17 @@ const projectIdOf = (part: unknown): string | undefined => {
 /**
  * For a key restricted to projects, the project checks of a route, once its body is parsed and
  * before it is validated (so a refusal does not depend on the rest of the body); undefined when
- * the route needs none. A project named outside the key's: 403 (recorded). A document outside
- * them: 404, as if absent.
+ * the route needs none (`named`: its query or body has a `projectId`). A project named outside
+ * the key's: 403 (recorded). A document outside them: 404, as if absent.
  */
-function projectGuard(deps: GuardDeps, route: RouteOptions): preValidationHookHandler | undefined {
+function projectGuard(
+  deps: GuardDeps,
+  route: RouteOptions,
+  named: boolean,
+): preValidationHookHandler | undefined {
   const config = route.config ?? {};
   const document = config.document === true;
   const every = config.everyProject === true;
-  const named = namesProject(route);
   if (!document && !every && !named) return undefined;
   const name = routeName(route);
   return (request, _reply, done) => {
